@@ -1,0 +1,132 @@
+// Slot 4 reference: single-pass inclusive scan with decoupled look-back.
+// Each block takes the next tile index from an atomic counter (so it only ever waits on tiles
+// that blocks already running have taken: no deadlock whatever the scheduling order), scans its
+// tile, and finds the sum of all earlier tiles from their 64-bit status words:
+//   high 32 bits: X (invalid, not yet published) / A (tile aggregate) / P (inclusive prefix)
+//   low 32 bits:  the value's bits (int32 as is, float via __float_as_uint)
+// written with one 64-bit atomicExch after __threadfence, read with volatile 64-bit loads.
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+
+#include "block_scan.cuh"
+#include "host_utils.h"
+#include "reference.h"
+#include "tuning.h"
+#include "warp_scan.cuh"
+
+namespace scangrade::reference {
+namespace {
+
+using tuning::kTileItems;
+using tuning::kTileItemsPerThread;
+using tuning::kTileThreads;
+using StatusWord = unsigned long long;
+
+enum : unsigned { kStatusInvalid = 0, kStatusAggregate = 1, kStatusPrefix = 2 };
+
+__device__ __forceinline__ unsigned value_bits(std::int32_t v) { return static_cast<unsigned>(v); }
+__device__ __forceinline__ unsigned value_bits(float v) { return __float_as_uint(v); }
+template <typename T> __device__ __forceinline__ T value_from_bits(unsigned bits);
+template <> __device__ __forceinline__ std::int32_t value_from_bits<std::int32_t>(unsigned bits) { return static_cast<std::int32_t>(bits); }
+template <> __device__ __forceinline__ float value_from_bits<float>(unsigned bits) { return __uint_as_float(bits); }
+
+/// Publishes (flag, value) for `tile` as one 64-bit store.
+template <typename T>
+__device__ void publish(StatusWord* status, unsigned tile, unsigned flag, T value) {
+  __threadfence();
+  atomicExch(status + tile, (static_cast<StatusWord>(flag) << 32) | value_bits(value));
+}
+
+/// Run by the block's first warp. Publishes the tile's aggregate (A), looks back over the status
+/// words of earlier tiles 32 at a time (lane 31 = the closest) until one holds an inclusive prefix
+/// (P), publishes the tile's own inclusive prefix (P) and returns the sum of all earlier tiles.
+template <typename T>
+__device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) {
+  const int lane = threadIdx.x % tuning::kWarpThreads;
+  if (tile == 0) {
+    if (lane == 0) publish(status, 0, kStatusPrefix, aggregate);
+    return T(0);
+  }
+  if (lane == 0) publish(status, tile, kStatusAggregate, aggregate);
+
+  T exclusive = T(0);
+  for (long long window_end = tile;; window_end -= tuning::kWarpThreads) {
+    // read predecessor j (spin while invalid); before tile 0 reads as P with the identity
+    const long long j = window_end - tuning::kWarpThreads + lane;
+    unsigned flag = kStatusPrefix;
+    T value = T(0);
+    if (j >= 0) {
+      const volatile StatusWord* word = status + j;
+      StatusWord w;
+      do {
+        w = *word;
+      } while ((w >> 32) == kStatusInvalid);
+      flag = static_cast<unsigned>(w >> 32);
+      value = value_from_bits<T>(static_cast<unsigned>(w));
+    }
+    // sum the window from the closest P (highest such lane) to lane 31; all of it if no P
+    const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, flag == kStatusPrefix);
+    const bool counts = (prefix_lanes >> lane) <= 1u;  // no P lane above this one
+    exclusive += warp_sum(counts ? value : T(0));
+    if (prefix_lanes != 0) break;
+  }
+  if (lane == 0) publish(status, tile, kStatusPrefix, exclusive + aggregate);
+  return exclusive;
+}
+
+template <typename T>
+__global__ void single_pass_kernel(const T* in, T* out, std::size_t n, unsigned* tile_counter, StatusWord* status) {
+  __shared__ T exchange[padded_size(kTileItems)];
+  __shared__ T warp_totals[kTileThreads / tuning::kWarpThreads];
+  __shared__ unsigned tile_index[1];
+  __shared__ T tile_prefix[1];
+
+  // dynamic tile index
+  if (threadIdx.x == 0) tile_index[0] = atomicAdd(tile_counter, 1u);
+  __syncthreads();
+  const unsigned tile = tile_index[0];
+  const std::size_t base = static_cast<std::size_t>(tile) * kTileItems;
+
+  // scan the tile locally
+  T items[kTileItemsPerThread];
+  load_tile_blocked<T, kTileThreads>(in, base, n, items, exchange);
+  T aggregate;
+  const T thread_prefix = block_exclusive_sum<T, kTileThreads>(thread_reduce(items), aggregate, warp_totals);
+
+  // decoupled look-back for the sum of the earlier tiles
+  if (threadIdx.x < tuning::kWarpThreads) {
+    const T prefix = decoupled_lookback(status, tile, aggregate);
+    if (threadIdx.x == 0) tile_prefix[0] = prefix;
+  }
+  __syncthreads();
+
+  // final scan and store
+  thread_scan(items, tile_prefix[0] + thread_prefix, /*exclusive=*/false);
+  store_tile_blocked<T, kTileThreads>(out, base, n, items, exchange);
+}
+
+template <typename T>
+void launch_single_pass(const T* d_in, T* d_out, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  const std::size_t tiles = detail::ceil_div(n, kTileItems);
+  if (tiles > static_cast<std::size_t>(INT_MAX)) throw std::invalid_argument("single_pass_inclusive: n too large");
+  // word 0: tile counter (low 4 bytes); words 1..tiles: status words, all X (zero)
+  const std::size_t bytes = (tiles + 1) * sizeof(StatusWord);
+  detail::StreamBuffer workspace(bytes, stream);
+  detail::check(cudaMemsetAsync(workspace.as<void>(), 0, bytes, stream), "cudaMemsetAsync");
+  StatusWord* words = workspace.as<StatusWord>();
+  single_pass_kernel<T><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(d_in, d_out, n, reinterpret_cast<unsigned*>(words), words + 1);
+  detail::check_launch("single_pass_kernel");
+}
+
+}  // namespace
+
+void single_pass_inclusive(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, cudaStream_t stream) {
+  launch_single_pass(d_in, d_out, n, stream);
+}
+void single_pass_inclusive(const float* d_in, float* d_out, std::size_t n, cudaStream_t stream) {
+  launch_single_pass(d_in, d_out, n, stream);
+}
+
+}  // namespace scangrade::reference
