@@ -1,0 +1,70 @@
+// Checks shared by `make test` and the grader: from what a run left behind to a verdict.
+//
+// A run's record (RunRecord) holds what was read back from the device after the student call: the
+// output, the guard zones around it, the input buffer and the memory balance. judge() turns it into
+// one Status and a message that names the case, the first wrong element (with its block, thread
+// and warp under the slot's reference layout) and, when the pattern is recognizable, a hint.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "scangrade/status.h"
+#include "scangrade/suite.h"
+
+namespace scangrade {
+
+/// Elements of guard zone on each side of d_out (256 bytes: d_out stays 256-byte aligned).
+inline constexpr std::size_t kGuardElements = 64;
+
+/// Bit patterns: the guard zones are filled with the canary, the output with the poison.
+inline constexpr std::uint32_t kCanaryBits = 0x5CA1AB1Eu;
+inline constexpr std::uint32_t kPoisonBits = 0xDEADBEEFu;  // as float -6.26e18; both patterns are
+                                                           // compared bitwise, never by value
+template <typename T>
+T from_bits(std::uint32_t bits);
+template <typename T>
+std::uint32_t to_bits(T value);
+
+/// Everything a run leaves behind that the verdict depends on.
+template <typename T>
+struct RunRecord {
+  bool not_implemented = false;
+  std::string error;               // exception text or CUDA error; non-empty means Crash
+  bool context_broken = false;     // a sticky CUDA error: the process cannot run more cases
+  std::vector<T> output;           // d_out[0..n)
+  std::vector<T> guard_before;     // kGuardElements right before d_out
+  std::vector<T> guard_after;      // kGuardElements right after d_out[n-1]
+  std::vector<T> input_after;      // d_in after the call
+  std::int64_t leaked_bytes = 0;   // device memory the call allocated and did not free
+  std::string leak_detail;         // how the leak was measured
+};
+
+struct Verdict {
+  Status status = Status::InternalError;
+  std::string message;  // empty for Pass
+};
+
+/// The element-by-element comparison of an output with the oracle (within the tolerance rule).
+struct Comparison {
+  std::size_t wrong = 0;       // elements outside the tolerance (unwritten ones included)
+  std::size_t unwritten = 0;   // elements that still hold the poison pattern
+  std::vector<std::size_t> first_wrong;  // up to 8 indices, ascending
+};
+
+template <typename T>
+Comparison compare_output(const std::vector<T>& input, ScanKind kind, const std::vector<double>& expected,
+                          const std::vector<T>& got);
+
+/// "element 1500: block 0, thread 750 (warp 23, lane 14) with 2 elements per thread".
+std::string element_coordinates(Slot slot, std::size_t index);
+
+/// The whole verdict. Order of precedence: not_implemented, crash, out_of_bounds_write,
+/// input_modified, fail, leak, pass.
+template <typename T>
+Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
+              const RunRecord<T>& run);
+
+}  // namespace scangrade

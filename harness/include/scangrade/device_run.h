@@ -1,0 +1,30 @@
+// Running one slot call on the device with every guard in place (used by `make test` and the
+// grader's worker). Only CUDA runtime API calls: the same code runs over the emulation backend.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scangrade/check.h"
+#include "scangrade/implementation.h"
+
+namespace scangrade {
+
+/// Why kernels cannot run in this process (no device, no driver), or nullopt when they can.
+/// Evaluated once.
+std::optional<std::string> device_unavailable();
+
+/// One line naming the device ("NVIDIA H100 80GB HBM3, sm_90, driver 13.0, runtime 13.0").
+std::string device_description();
+
+/// Runs fn(d_in, d_out, n, stream) once:
+///   d_out sits between two guard zones of kGuardElements filled with the canary pattern and is
+///   poisoned before the call; the input is copied back afterwards; device memory is measured
+///   before and after (cudaMemGetInfo and the default pool's used memory; a drop is confirmed by
+///   a second call before it counts as a leak, so one-time driver allocations are not blamed).
+/// Throws std::runtime_error only when the harness itself cannot set the run up.
+template <typename T>
+RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input);
+
+}  // namespace scangrade

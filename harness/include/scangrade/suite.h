@@ -1,0 +1,53 @@
+// Test suites are data: JSON files under testcases/ (format documented in README.md, "Suite files").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "scangrade/slots.h"
+
+namespace scangrade {
+
+/// One row of a suite: what to run, on which input, and what it is worth.
+struct Case {
+  std::string id;           // unique in the suite; used in test names and results
+  Slot slot;
+  DType dtype;
+  ScanKind kind;            // must match the slot's fixed kind, except for the hierarchical slot
+  std::size_t n;
+  ValueKind values;
+  std::uint64_t seed;       // with `id`, fixes the input on every machine
+  double points;
+  Visibility visibility;
+  std::string why;          // why this case is in the suite (shown in failure messages)
+  bool perf = false;        // timed by the grader (performance points)
+  double timeout_s = 0;     // per-case deadline for the grader; 0 = the default that scales with n
+};
+
+struct Suite {
+  std::string name;
+  std::filesystem::path path;
+  std::vector<Case> cases;
+};
+
+/// A suite file that cannot be used; what() names the file, the row and the field.
+struct SuiteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Loads and validates a suite file. Throws SuiteError with a precise message on any problem:
+/// unreadable file, bad JSON (with line/column), a missing/unknown/ill-typed field, a value out of
+/// range for the slot, a kind that does not fit the slot, or a duplicate id.
+Suite load_suite(const std::filesystem::path& path);
+/// Same, from text (`origin` names the source in error messages).
+Suite parse_suite(const std::string& text, const std::string& origin);
+
+/// A readable, test-name-safe label from the id: "hillis_steele.int32.n1025.random" gives
+/// "int32_n1025_random" (the slot prefix dropped, '.' and '-' made '_').
+std::string case_label(const Case& c);
+
+}  // namespace scangrade

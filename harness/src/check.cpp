@@ -1,0 +1,227 @@
+// Comparison, diagnosis and verdict (check.h).
+#include "scangrade/check.h"
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "scangrade/oracle.h"
+
+namespace scangrade {
+
+template <typename T>
+T from_bits(std::uint32_t bits) {
+  T value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+template <typename T>
+std::uint32_t to_bits(T value) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+template std::int32_t from_bits<std::int32_t>(std::uint32_t);
+template float from_bits<float>(std::uint32_t);
+template std::uint32_t to_bits<std::int32_t>(std::int32_t);
+template std::uint32_t to_bits<float>(float);
+
+namespace {
+
+constexpr std::size_t kShownIndices = 8;
+
+/// Walks the terms of each output element: visit(i, terms, abs_sum, all_integer).
+template <typename T, typename Visit>
+void for_each_prefix(const std::vector<T>& input, ScanKind kind, Visit visit) {
+  double abs_sum = 0;
+  bool all_integer = true;
+  for (std::size_t i = 0; i < input.size(); ++i) {
+    const auto add = [&] {
+      abs_sum += std::fabs(static_cast<double>(input[i]));
+      all_integer = all_integer && std::nearbyint(static_cast<double>(input[i])) == static_cast<double>(input[i]);
+    };
+    if (kind == ScanKind::Inclusive) add();
+    visit(i, kind == ScanKind::Inclusive ? i + 1 : i, abs_sum, all_integer);
+    if (kind == ScanKind::Exclusive) add();
+  }
+}
+
+template <typename T>
+bool within(double got, double expected, std::size_t terms, double abs_sum, bool all_integer) {
+  if constexpr (std::is_integral_v<T>) {
+    return got == expected;
+  } else {
+    if (!std::isfinite(got)) return false;
+    return std::fabs(got - expected) <= float_tolerance(terms, abs_sum, all_integer);
+  }
+}
+
+/// True when `got` is, within tolerance, the scan of the other kind (inclusive vs exclusive).
+template <typename T>
+bool is_other_kind(const std::vector<T>& input, ScanKind kind, const std::vector<double>& expected,
+                   const std::vector<T>& got) {
+  if (input.empty()) return false;
+  const ScanKind other = kind == ScanKind::Inclusive ? ScanKind::Exclusive : ScanKind::Inclusive;
+  bool all_match = true;
+  bool differs_somewhere = false;
+  for_each_prefix(input, other, [&](std::size_t i, std::size_t terms, double abs_sum, bool all_integer) {
+    if (!all_match) return;
+    const double x = static_cast<double>(input[i]);
+    const double other_expected = kind == ScanKind::Inclusive ? expected[i] - x : expected[i] + x;
+    differs_somewhere = differs_somewhere || x != 0;
+    all_match = within<T>(static_cast<double>(got[i]), other_expected, terms, abs_sum, all_integer);
+  });
+  return all_match && differs_somewhere;
+}
+
+std::size_t lowest_power_of_two_factor(std::size_t x) { return x & (~x + 1); }
+
+template <typename T>
+std::string hint(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
+                 const std::vector<T>& got, const Comparison& cmp) {
+  const std::size_t f = cmp.first_wrong.front();
+  if (is_other_kind(input, c.kind, expected, got))
+    return c.kind == ScanKind::Inclusive
+               ? "the output is the EXCLUSIVE scan; this slot must return the inclusive scan (out[i] includes in[i])"
+               : "the output is the INCLUSIVE scan; this slot must return the exclusive scan (out[0] = 0, out[i] "
+                 "excludes in[i])";
+  if (cmp.unwritten == cmp.wrong)
+    return std::to_string(cmp.unwritten) + " element(s) were never written (they still hold the poison pattern " +
+           "0xDEADBEEF): check the bounds of your loops and the number of blocks/threads you launch";
+  if (f >= 32 && f % 32 == 0) {
+    const std::size_t block = lowest_power_of_two_factor(f);
+    const double restart = c.kind == ScanKind::Inclusive ? static_cast<double>(input[f]) : 0.0;
+    if (static_cast<double>(got[f]) == restart) {
+      std::string text = "the scan restarts from zero at index " + std::to_string(f) +
+                         ": each block of " + std::to_string(block) +
+                         " elements looks scanned on its own, so the block sums are not propagated (or are added to "
+                         "the wrong block)";
+      if (f == std::size_t{2048} * 2048 || f == std::size_t{1024} * 1024)
+        text += "; a hierarchy of two levels covers only " + std::to_string(f) +
+                " elements: past that the block sums need a third level";
+      return text;
+    }
+    if (c.n - f < block && cmp.wrong <= c.n - f)
+      return "only the last, partial block is wrong (indices " + std::to_string(f) + ".." + std::to_string(c.n - 1) +
+             "; n is not a multiple of " + std::to_string(block) +
+             "): the tail that does not fill a whole block is dropped or mis-indexed";
+  }
+  if (f > 0 && static_cast<double>(got[f]) == expected[f - 1])
+    return "out[" + std::to_string(f) + "] holds the value expected one position earlier: off by one in the index";
+  if (f + 1 < c.n && static_cast<double>(got[f]) == expected[f + 1])
+    return "out[" + std::to_string(f) + "] holds the value expected one position later: off by one in the index";
+  if (c.values == ValueKind::Real || c.values == ValueKind::Large)
+    return "values are outside the float tolerance (see oracle.h): check what is added, not the rounding";
+  return "";
+}
+
+std::string value_text(double v) {
+  std::ostringstream out;
+  out.precision(9);
+  out << v;
+  return out.str();
+}
+
+std::string case_heading(const Case& c) {
+  std::ostringstream out;
+  out << c.id << " (n=" << c.n << ", " << name(c.dtype) << ", " << name(c.kind) << ", values=" << name(c.values)
+      << ", seed=" << c.seed << ")";
+  return out.str();
+}
+
+template <typename T>
+std::string guard_report(const std::vector<T>& guard, bool before) {
+  for (std::size_t k = 0; k < guard.size(); ++k) {
+    // Before d_out, the element nearest to it is the last of the guard zone.
+    const std::size_t g = before ? guard.size() - 1 - k : k;
+    if (to_bits(guard[g]) != kCanaryBits) {
+      const long long index = before ? -static_cast<long long>(k) - 1 : static_cast<long long>(k);
+      return before ? "wrote before the output: d_out[" + std::to_string(index) + "] changed"
+                    : "wrote past the end of the output: d_out[n+" + std::to_string(index) + "] changed";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+template <typename T>
+Comparison compare_output(const std::vector<T>& input, ScanKind kind, const std::vector<double>& expected,
+                          const std::vector<T>& got) {
+  Comparison cmp;
+  for_each_prefix(input, kind, [&](std::size_t i, std::size_t terms, double abs_sum, bool all_integer) {
+    if (within<T>(static_cast<double>(got[i]), expected[i], terms, abs_sum, all_integer)) return;
+    ++cmp.wrong;
+    if (to_bits(got[i]) == kPoisonBits) ++cmp.unwritten;
+    if (cmp.first_wrong.size() < kShownIndices) cmp.first_wrong.push_back(i);
+  });
+  return cmp;
+}
+
+std::string element_coordinates(Slot slot, std::size_t index) {
+  const Layout layout = message_layout(slot);
+  const std::size_t block = index / layout.elements_per_block;
+  const std::size_t thread = (index % layout.elements_per_block) / layout.elements_per_thread;
+  std::ostringstream out;
+  out << "block " << block << ", thread " << thread << " (warp " << thread / 32 << ", lane " << thread % 32
+      << ") if each block scans " << layout.elements_per_block << " elements, " << layout.elements_per_thread
+      << " per thread";
+  return out.str();
+}
+
+template <typename T>
+Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
+              const RunRecord<T>& run) {
+  if (run.not_implemented)
+    return {Status::NotImplemented, std::string(student_file(c.slot)) + " still calls not_implemented()"};
+  if (!run.error.empty()) return {Status::Crash, case_heading(c) + ": " + run.error};
+  if (run.output.size() != c.n || run.input_after.size() != c.n)
+    return {Status::InternalError, case_heading(c) + ": the run record is incomplete (please report)"};
+
+  std::string guard = guard_report(run.guard_before, true);
+  if (guard.empty()) guard = guard_report(run.guard_after, false);
+  if (!guard.empty())
+    return {Status::OutOfBoundsWrite,
+            case_heading(c) + ": " + guard + " (a guard zone of " + std::to_string(kGuardElements) +
+                " elements surrounds d_out; write only d_out[0..n-1])"};
+
+  for (std::size_t i = 0; i < c.n; ++i)
+    if (to_bits(run.input_after[i]) != to_bits(input[i]))
+      return {Status::InputModified, case_heading(c) + ": d_in[" + std::to_string(i) + "] changed from " +
+                                         value_text(input[i]) + " to " + value_text(run.input_after[i]) +
+                                         " (the input is read-only: scan into d_out or a temporary)"};
+
+  const Comparison cmp = compare_output(input, c.kind, expected, run.output);
+  if (cmp.wrong > 0) {
+    const std::size_t f = cmp.first_wrong.front();
+    std::ostringstream msg;
+    msg << case_heading(c) << ": " << cmp.wrong << " of " << c.n << " elements wrong\n"
+        << "  first wrong: out[" << f << "] expected " << value_text(expected[f]) << ", got "
+        << value_text(run.output[f]) << "\n"
+        << "    = " << element_coordinates(c.slot, f) << "\n"
+        << "  wrong indices:";
+    for (std::size_t i : cmp.first_wrong) msg << " " << i;
+    if (cmp.wrong > cmp.first_wrong.size()) msg << " ...";
+    msg << "\n";
+    const std::string h = hint(c, input, expected, run.output, cmp);
+    if (!h.empty()) msg << "  hint: " << h << "\n";
+    msg << "  why this case: " << c.why;
+    return {Status::Fail, msg.str()};
+  }
+  if (run.leaked_bytes > 0)
+    return {Status::Leak, case_heading(c) + ": " + std::to_string(run.leaked_bytes) +
+                              " bytes of device memory were not freed (" + run.leak_detail +
+                              "); free every temporary before the slot returns"};
+  return {Status::Pass, ""};
+}
+
+template Comparison compare_output<std::int32_t>(const std::vector<std::int32_t>&, ScanKind,
+                                                 const std::vector<double>&, const std::vector<std::int32_t>&);
+template Comparison compare_output<float>(const std::vector<float>&, ScanKind, const std::vector<double>&,
+                                          const std::vector<float>&);
+template Verdict judge<std::int32_t>(const Case&, const std::vector<std::int32_t>&, const std::vector<double>&,
+                                     const RunRecord<std::int32_t>&);
+template Verdict judge<float>(const Case&, const std::vector<float>&, const std::vector<double>&,
+                              const RunRecord<float>&);
+
+}  // namespace scangrade

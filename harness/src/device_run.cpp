@@ -1,0 +1,171 @@
+// One guarded slot call on the device (device_run.h).
+#include "scangrade/device_run.h"
+
+#include <cstdint>
+#include <stdexcept>
+
+#include <cuda_runtime.h>
+
+namespace scangrade {
+namespace {
+
+/// Throws for a failing harness-side CUDA call (before the student's code has run).
+void check_setup(cudaError_t err, const char* what) {
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("harness setup failed at ") + what + ": " + cudaGetErrorName(err) + ": " +
+                             cudaGetErrorString(err));
+}
+
+/// Device memory owned by the harness for one run.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes) { check_setup(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+struct MemoryBalance {
+  std::size_t free_bytes = 0;
+  std::size_t pool_used = 0;
+};
+
+MemoryBalance measure_memory() {
+  MemoryBalance m;
+  std::size_t total = 0;
+  cudaDeviceSynchronize();
+  int device = 0;
+  cudaGetDevice(&device);
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+    cudaMemPoolTrimTo(pool, 0);  // freed async blocks go back, so cudaMemGetInfo sees only live memory
+    std::uint64_t used = 0;
+    if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess) m.pool_used = used;
+  }
+  cudaMemGetInfo(&m.free_bytes, &total);
+  cudaGetLastError();
+  return m;
+}
+
+/// Bytes that disappeared between two measurements (0 if none), with the reading.
+std::int64_t lost_bytes(const MemoryBalance& before, const MemoryBalance& after, std::string& detail) {
+  const std::int64_t malloc_lost = static_cast<std::int64_t>(before.free_bytes) - static_cast<std::int64_t>(after.free_bytes);
+  const std::int64_t pool_lost = static_cast<std::int64_t>(after.pool_used) - static_cast<std::int64_t>(before.pool_used);
+  detail = "cudaMemGetInfo free memory dropped by " + std::to_string(malloc_lost > 0 ? malloc_lost : 0) +
+           " bytes; the default pool's used memory grew by " + std::to_string(pool_lost > 0 ? pool_lost : 0) + " bytes";
+  return (malloc_lost > 0 ? malloc_lost : 0) + (pool_lost > 0 ? pool_lost : 0);
+}
+
+/// Calls the slot; returns the error text ("" on success) and sets not_implemented.
+template <typename T>
+std::string call_slot(const ScanFn<T>& fn, const T* in, T* out, std::size_t n, cudaStream_t stream,
+                      bool& not_implemented) {
+  try {
+    fn(in, out, n, stream);
+  } catch (const NotImplemented&) {
+    not_implemented = true;
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("the slot threw an exception: ") + e.what();
+  } catch (...) {
+    return "the slot threw a non-standard exception";
+  }
+  // Work the student put on other streams counts too: wait for the whole device.
+  cudaError_t err = cudaStreamSynchronize(stream);
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  if (err == cudaSuccess) err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return std::string("CUDA error after the slot call: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+  return "";
+}
+
+}  // namespace
+
+std::optional<std::string> device_unavailable() {
+  static const std::optional<std::string> reason = []() -> std::optional<std::string> {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) return std::string("no usable CUDA device: ") + cudaGetErrorString(err);
+    if (count == 0) return std::string("no CUDA device in this machine");
+    return std::nullopt;
+  }();
+  return reason;
+}
+
+std::string device_description() {
+  if (auto why = device_unavailable()) return "none (" + *why + ")";
+  int device = 0, driver = 0, runtime = 0;
+  cudaGetDevice(&device);
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, device);
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  return std::string(prop.name) + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", driver " +
+         std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ", runtime " +
+         std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+}
+
+template <typename T>
+RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
+  const std::size_t n = input.size();
+  const std::size_t g = kGuardElements;
+  RunRecord<T> record;
+
+  // Set up: input, and d_out poisoned between two canary guard zones.
+  DeviceBuffer d_in(n * sizeof(T));
+  DeviceBuffer d_out_zone((n + 2 * g) * sizeof(T));
+  std::vector<T> zone(n + 2 * g, from_bits<T>(kCanaryBits));
+  for (std::size_t i = 0; i < n; ++i) zone[g + i] = from_bits<T>(kPoisonBits);
+  check_setup(cudaMemcpy(d_in.as<T>(), input.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copying the input");
+  check_setup(cudaMemcpy(d_out_zone.as<T>(), zone.data(), zone.size() * sizeof(T), cudaMemcpyHostToDevice),
+              "poisoning the output");
+  cudaStream_t stream;
+  check_setup(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  T* d_out = d_out_zone.as<T>() + g;
+
+  const MemoryBalance before = measure_memory();
+  record.error = call_slot(fn, d_in.as<T>(), d_out, n, stream, record.not_implemented);
+  if (!record.error.empty()) {
+    // A sticky error (illegal address...) makes every later call fail: this process is done.
+    cudaGetLastError();
+    record.context_broken = cudaDeviceSynchronize() != cudaSuccess;
+    cudaStreamDestroy(stream);
+    return record;
+  }
+  if (record.not_implemented) {
+    cudaStreamDestroy(stream);
+    return record;
+  }
+  // Read back everything the verdict needs.
+  check_setup(cudaMemcpy(zone.data(), d_out_zone.as<T>(), zone.size() * sizeof(T), cudaMemcpyDeviceToHost),
+              "reading the output back");
+  record.guard_before.assign(zone.begin(), zone.begin() + g);
+  record.output.assign(zone.begin() + g, zone.begin() + g + n);
+  record.guard_after.assign(zone.begin() + g + n, zone.end());
+  record.input_after.resize(n);
+  check_setup(cudaMemcpy(record.input_after.data(), d_in.as<T>(), n * sizeof(T), cudaMemcpyDeviceToHost),
+              "reading the input back");
+
+  std::string detail;
+  if (lost_bytes(before, measure_memory(), detail) > 0) {
+    // Confirm with a second call: one-time driver allocations (module loading, local memory
+    // growth) happen once, a leaking slot loses memory again.
+    const MemoryBalance again = measure_memory();
+    bool ignored = false;
+    call_slot(fn, d_in.as<T>(), d_out, n, stream, ignored);
+    record.leaked_bytes = lost_bytes(again, measure_memory(), record.leak_detail);
+  }
+  cudaStreamDestroy(stream);
+  return record;
+}
+
+template RunRecord<std::int32_t> run_on_device<std::int32_t>(const ScanFn<std::int32_t>&,
+                                                             const std::vector<std::int32_t>&);
+template RunRecord<float> run_on_device<float>(const ScanFn<float>&, const std::vector<float>&);
+
+}  // namespace scangrade

@@ -1,0 +1,51 @@
+// CPU oracle and tolerance rule (oracle.h).
+#include "scangrade/oracle.h"
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace scangrade {
+namespace {
+
+double gamma(std::size_t m, double u) {
+  const double mu = static_cast<double>(m) * u;
+  return mu < 0.5 ? mu / (1.0 - mu) : 2.0 * mu;
+}
+
+}  // namespace
+
+template <>
+std::vector<double> oracle_scan<std::int32_t>(const std::vector<std::int32_t>& in, ScanKind kind) {
+  std::vector<double> out(in.size());
+  std::int64_t sum = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (kind == ScanKind::Exclusive) out[i] = static_cast<double>(sum);
+    sum += in[i];
+    if (sum > std::numeric_limits<std::int32_t>::max() || sum < std::numeric_limits<std::int32_t>::min())
+      throw std::range_error("int32 prefix sum leaves the int32 range at index " + std::to_string(i) +
+                             ": the case's values are too large for its n");
+    if (kind == ScanKind::Inclusive) out[i] = static_cast<double>(sum);
+  }
+  return out;
+}
+
+template <>
+std::vector<double> oracle_scan<float>(const std::vector<float>& in, ScanKind kind) {
+  std::vector<double> out(in.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (kind == ScanKind::Exclusive) out[i] = sum;
+    sum += in[i];
+    if (kind == ScanKind::Inclusive) out[i] = sum;
+  }
+  return out;
+}
+
+double float_tolerance(std::size_t terms, double abs_sum, bool all_integer) {
+  if (terms <= 1 || (all_integer && abs_sum <= 0x1p24)) return 0.0;
+  return (gamma(terms - 1, 0x1p-24) + gamma(terms - 1, 0x1p-53)) * abs_sum;
+}
+
+}  // namespace scangrade

@@ -1,0 +1,193 @@
+// The checks on host arrays: every verdict, and the messages students read.
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "scangrade/check.h"
+#include "scangrade/inputs.h"
+#include "scangrade/oracle.h"
+
+namespace scangrade {
+namespace {
+
+/// EXPECT_CONTAINS(text, part): gtest's IsSubstring with the haystack first, as one reads it.
+#define EXPECT_CONTAINS(text, part) EXPECT_PRED_FORMAT2(::testing::IsSubstring, part, text)
+
+Case make_case(Slot slot, std::size_t n, ScanKind kind = ScanKind::Inclusive, DType dtype = DType::Int32,
+               ValueKind values = ValueKind::Random) {
+  Case c;
+  c.id = std::string(name(slot)) + ".test";
+  c.slot = slot;
+  c.dtype = dtype;
+  c.kind = kind;
+  c.n = n;
+  c.values = values;
+  c.seed = 3;
+  c.why = "the reason";
+  return c;
+}
+
+/// A run record as a correct slot would leave it.
+template <typename T>
+RunRecord<T> correct_run(const std::vector<T>& input, const std::vector<double>& expected) {
+  RunRecord<T> run;
+  for (double v : expected) run.output.push_back(static_cast<T>(v));
+  run.guard_before.assign(kGuardElements, from_bits<T>(kCanaryBits));
+  run.guard_after.assign(kGuardElements, from_bits<T>(kCanaryBits));
+  run.input_after = input;
+  return run;
+}
+
+struct Fixture {
+  Case c;
+  std::vector<std::int32_t> input;
+  std::vector<double> expected;
+  RunRecord<std::int32_t> run;
+  explicit Fixture(Case cs) : c(std::move(cs)) {
+    input = make_input<std::int32_t>(c);
+    expected = oracle_scan(input, c.kind);
+    run = correct_run(input, expected);
+  }
+  Verdict verdict() const { return judge(c, input, expected, run); }
+};
+
+TEST(Judge, CorrectOutputPasses) {
+  for (std::size_t n : {0u, 1u, 1025u}) {
+    Fixture f(make_case(Slot::Hierarchical, n));
+    EXPECT_EQ(f.verdict().status, Status::Pass) << f.verdict().message;
+  }
+}
+
+TEST(Judge, ExclusiveInsteadOfInclusiveIsNamed) {
+  Fixture f(make_case(Slot::HillisSteele, 1000));
+  const auto exclusive = oracle_scan(f.input, ScanKind::Exclusive);
+  for (std::size_t i = 0; i < f.c.n; ++i) f.run.output[i] = static_cast<std::int32_t>(exclusive[i]);
+  const Verdict v = f.verdict();
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_CONTAINS(v.message, "the output is the EXCLUSIVE scan");
+  EXPECT_CONTAINS(v.message, "hillis_steele.test (n=1000, int32, inclusive");
+  EXPECT_CONTAINS(v.message, "why this case: the reason");
+}
+
+TEST(Judge, InclusiveInsteadOfExclusiveIsNamed) {
+  Fixture f(make_case(Slot::Blelloch, 2048, ScanKind::Exclusive));
+  const auto inclusive = oracle_scan(f.input, ScanKind::Inclusive);
+  for (std::size_t i = 0; i < f.c.n; ++i) f.run.output[i] = static_cast<std::int32_t>(inclusive[i]);
+  EXPECT_CONTAINS(f.verdict().message, "the output is the INCLUSIVE scan");
+}
+
+TEST(Judge, FirstWrongElementHasCoordinatesAndCounts) {
+  Fixture f(make_case(Slot::Blelloch, 2048, ScanKind::Exclusive));
+  f.run.output[1500] += 1;
+  f.run.output[1700] += 1;
+  const Verdict v = f.verdict();
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_CONTAINS(v.message, "2 of 2048 elements wrong");
+  EXPECT_CONTAINS(v.message, "first wrong: out[1500] expected");
+  EXPECT_CONTAINS(v.message, "block 0, thread 750 (warp 23, lane 14)");
+  EXPECT_CONTAINS(v.message, "wrong indices: 1500 1700");
+}
+
+TEST(Judge, BlockSumsNotPropagated) {
+  Fixture f(make_case(Slot::Hierarchical, 3 * 2048 + 5));
+  // Each 2048-element block scanned on its own.
+  for (std::size_t i = 0; i < f.c.n; ++i)
+    f.run.output[i] = i % 2048 == 0 ? f.input[i] : f.run.output[i - 1] + f.input[i];
+  const Verdict v = f.verdict();
+  EXPECT_CONTAINS(v.message, "first wrong: out[2048]");
+  EXPECT_CONTAINS(v.message, "the block sums are not propagated");
+}
+
+TEST(Judge, TwoLevelHierarchyIsNamed) {
+  Case c = make_case(Slot::Hierarchical, 2048 * 2048 + 1, ScanKind::Inclusive, DType::Int32, ValueKind::Ones);
+  Fixture f(c);
+  f.run.output.back() = 1;  // the third level was never applied
+  EXPECT_CONTAINS(f.verdict().message, "a third level");
+}
+
+TEST(Judge, OnlyTheLastPartialBlockWrong) {
+  Fixture f(make_case(Slot::Hierarchical, 4096 + 100));
+  for (std::size_t i = 4096; i < f.c.n; ++i) f.run.output[i] = 7;
+  EXPECT_CONTAINS(f.verdict().message, "only the last, partial block is wrong (indices 4096..4195");
+}
+
+TEST(Judge, UnwrittenElementsShowThePoison) {
+  Fixture f(make_case(Slot::HillisSteele, 1024));
+  for (std::size_t i = 1000; i < 1024; ++i) f.run.output[i] = from_bits<std::int32_t>(kPoisonBits);
+  const Verdict v = f.verdict();
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_CONTAINS(v.message, "24 element(s) were never written");
+}
+
+TEST(Judge, ShiftByOneIsNamed) {
+  Fixture f(make_case(Slot::Hierarchical, 500, ScanKind::Inclusive, DType::Int32, ValueKind::Ones));
+  for (std::size_t i = 100; i < 500; ++i) f.run.output[i] = static_cast<std::int32_t>(f.expected[i - 1]);
+  EXPECT_CONTAINS(f.verdict().message, "one position earlier");
+}
+
+TEST(Judge, WriteOnePastTheEndIsOutOfBounds) {
+  Fixture f(make_case(Slot::HillisSteele, 100));
+  f.run.guard_after[0] = 0;
+  const Verdict v = f.verdict();
+  EXPECT_EQ(v.status, Status::OutOfBoundsWrite);
+  EXPECT_CONTAINS(v.message, "d_out[n+0] changed");
+}
+
+TEST(Judge, WriteBeforeTheStartIsOutOfBounds) {
+  Fixture f(make_case(Slot::HillisSteele, 100));
+  f.run.guard_before.back() = 0;
+  EXPECT_CONTAINS(f.verdict().message, "d_out[-1] changed");
+}
+
+TEST(Judge, ModifiedInputIsReported) {
+  Fixture f(make_case(Slot::Blelloch, 64, ScanKind::Exclusive));
+  f.run.input_after[10] += 1;
+  const Verdict v = f.verdict();
+  EXPECT_EQ(v.status, Status::InputModified);
+  EXPECT_CONTAINS(v.message, "d_in[10] changed");
+}
+
+TEST(Judge, LeakIsReportedOnlyWhenOutputIsRight) {
+  Fixture f(make_case(Slot::Hierarchical, 5000));
+  f.run.leaked_bytes = 8192;
+  f.run.leak_detail = "measured";
+  EXPECT_EQ(f.verdict().status, Status::Leak);
+  f.run.output[3] += 1;
+  EXPECT_EQ(f.verdict().status, Status::Fail);
+}
+
+TEST(Judge, CrashAndNotImplementedWin) {
+  Fixture f(make_case(Slot::SinglePass, 10));
+  f.run.error = "CUDA error after the slot call: cudaErrorIllegalAddress";
+  EXPECT_EQ(f.verdict().status, Status::Crash);
+  EXPECT_CONTAINS(f.verdict().message, "cudaErrorIllegalAddress");
+  f.run.not_implemented = true;
+  EXPECT_EQ(f.verdict().status, Status::NotImplemented);
+  EXPECT_CONTAINS(f.verdict().message, "student/single_pass.cu");
+}
+
+TEST(Judge, IncompleteRecordIsTheHarnessFault) {
+  Fixture f(make_case(Slot::SinglePass, 10));
+  f.run.output.pop_back();
+  EXPECT_EQ(f.verdict().status, Status::InternalError);
+}
+
+TEST(Judge, NanNeverPasses) {
+  Case c = make_case(Slot::Hierarchical, 100, ScanKind::Inclusive, DType::Float32, ValueKind::Real);
+  const auto input = make_input<float>(c);
+  const auto expected = oracle_scan(input, c.kind);
+  RunRecord<float> run = correct_run(input, expected);
+  EXPECT_EQ(judge(c, input, expected, run).status, Status::Pass);
+  run.output[50] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(judge(c, input, expected, run).status, Status::Fail);
+}
+
+TEST(Names, EveryStatusRoundTrips) {
+  for (Status s : {Status::Pass, Status::Fail, Status::NotImplemented, Status::Crash, Status::Timeout,
+                   Status::CompileError, Status::OutOfBoundsWrite, Status::InputModified, Status::Leak, Status::Race,
+                   Status::MemoryError, Status::InternalError})
+    EXPECT_EQ(parse_status(name(s)), s);
+}
+
+}  // namespace
+}  // namespace scangrade

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Checks what the build needs; installs what is missing with apt-get when run as root on Debian or
+# Ubuntu, else prints the exact command. Cheap enough to run before every build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/local/include/$1" ] || [ -f ".deps/include/$1" ]; }
+have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
+have_header gtest/gtest.h || missing+=(libgtest-dev)
+command -v cmake >/dev/null || missing+=(cmake)
+
+if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "deps: nvcc not found: install the CUDA toolkit (12.x or 13.x) and put its bin/ on PATH" >&2
+  exit 1
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "deps: installing ${missing[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "deps: missing ${missing[*]}; install them with:" >&2
+  echo "  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
