@@ -1,6 +1,8 @@
 // One guarded slot call on the device (device_run.h).
 #include "scangrade/device_run.h"
 
+#include "scangrade/alloc_tracker.h"
+
 #include <cstdint>
 #include <stdexcept>
 
@@ -30,35 +32,35 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
 };
 
+/// Device memory this process holds: cudaMalloc bytes (interposed, alloc_tracker.h) and the
+/// default pool's bytes in use (cudaMallocAsync). Both are per process.
 struct MemoryBalance {
-  std::size_t free_bytes = 0;
-  std::size_t pool_used = 0;
+  std::size_t malloc_bytes = 0;
+  std::size_t pool_bytes = 0;
 };
 
 MemoryBalance measure_memory() {
   MemoryBalance m;
-  std::size_t total = 0;
-  cudaDeviceSynchronize();
+  m.malloc_bytes = tracked_device_bytes();
   int device = 0;
   cudaGetDevice(&device);
   cudaMemPool_t pool;
-  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
-    cudaMemPoolTrimTo(pool, 0);  // freed async blocks go back, so cudaMemGetInfo sees only live memory
-    std::uint64_t used = 0;
-    if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess) m.pool_used = used;
-  }
-  cudaMemGetInfo(&m.free_bytes, &total);
+  std::uint64_t used = 0;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess &&
+      cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used) == cudaSuccess)
+    m.pool_bytes = used;
   cudaGetLastError();
   return m;
 }
 
-/// Bytes that disappeared between two measurements (0 if none), with the reading.
+/// Bytes the call took and did not give back (0 if none), with the reading.
 std::int64_t lost_bytes(const MemoryBalance& before, const MemoryBalance& after, std::string& detail) {
-  const std::int64_t malloc_lost = static_cast<std::int64_t>(before.free_bytes) - static_cast<std::int64_t>(after.free_bytes);
-  const std::int64_t pool_lost = static_cast<std::int64_t>(after.pool_used) - static_cast<std::int64_t>(before.pool_used);
-  detail = "cudaMemGetInfo free memory dropped by " + std::to_string(malloc_lost > 0 ? malloc_lost : 0) +
-           " bytes; the default pool's used memory grew by " + std::to_string(pool_lost > 0 ? pool_lost : 0) + " bytes";
-  return (malloc_lost > 0 ? malloc_lost : 0) + (pool_lost > 0 ? pool_lost : 0);
+  const auto grew = [](std::size_t a, std::size_t b) { return b > a ? static_cast<std::int64_t>(b - a) : 0; };
+  const std::int64_t by_malloc = grew(before.malloc_bytes, after.malloc_bytes);
+  const std::int64_t by_pool = grew(before.pool_bytes, after.pool_bytes);
+  detail = std::to_string(by_malloc) + " bytes from cudaMalloc without cudaFree, " + std::to_string(by_pool) +
+           " bytes from cudaMallocAsync without cudaFreeAsync";
+  return by_malloc + by_pool;
 }
 
 /// Calls the slot; returns the error text ("" on success) and sets not_implemented.
@@ -130,6 +132,7 @@ RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
 
   const MemoryBalance before = measure_memory();
   record.error = call_slot(fn, d_in.as<T>(), d_out, n, stream, record.not_implemented);
+  const MemoryBalance after = measure_memory();
   if (!record.error.empty()) {
     // A sticky error (illegal address...) makes every later call fail: this process is done.
     cudaGetLastError();
@@ -151,15 +154,7 @@ RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
   check_setup(cudaMemcpy(record.input_after.data(), d_in.as<T>(), n * sizeof(T), cudaMemcpyDeviceToHost),
               "reading the input back");
 
-  std::string detail;
-  if (lost_bytes(before, measure_memory(), detail) > 0) {
-    // Confirm with a second call: one-time driver allocations (module loading, local memory
-    // growth) happen once, a leaking slot loses memory again.
-    const MemoryBalance again = measure_memory();
-    bool ignored = false;
-    call_slot(fn, d_in.as<T>(), d_out, n, stream, ignored);
-    record.leaked_bytes = lost_bytes(again, measure_memory(), record.leak_detail);
-  }
+  record.leaked_bytes = lost_bytes(before, after, record.leak_detail);
   cudaStreamDestroy(stream);
   return record;
 }

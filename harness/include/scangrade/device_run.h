@@ -20,9 +20,8 @@ std::string device_description();
 
 /// Runs fn(d_in, d_out, n, stream) once:
 ///   d_out sits between two guard zones of kGuardElements filled with the canary pattern and is
-///   poisoned before the call; the input is copied back afterwards; device memory is measured
-///   before and after (cudaMemGetInfo and the default pool's used memory; a drop is confirmed by
-///   a second call before it counts as a leak, so one-time driver allocations are not blamed).
+///   poisoned before the call; the input is copied back afterwards; the device memory this
+///   process holds is measured before and after (alloc_tracker.h).
 /// Throws std::runtime_error only when the harness itself cannot set the run up.
 template <typename T>
 RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input);
