@@ -1,0 +1,115 @@
+// ScanGrade CPU emulator: the emulator's own API (thread order, diagnostics, statistics).
+//
+// The model
+// ---------
+// Student .cu files are compiled unmodified for the CPU: harness/emulation/rewrite.py turns every
+// `kernel<<<grid, block, smem, stream>>>(args)` into a call of the emulated launcher and every
+// `__shared__` declaration into per-block storage; the rest is ordinary C++17 compiled by the host
+// compiler against harness/emulation/include/cuda_runtime.h.
+//
+// * Every CUDA thread is a task run on a Boost.Context fiber. Fibers are pooled workers: a worker
+//   whose thread has exited picks up the next thread that has not started yet, so a kernel without
+//   barriers needs a single fiber, and stacks are reused across blocks and launches.
+// * Blocks run one at a time, in increasing linear block order (x fastest, then y, then z). A block
+//   may therefore wait (spin) for flags set by any *earlier* block: a single-pass scan with
+//   decoupled look-back and a ticket counter makes progress. A block that spins on a flag no earlier
+//   block sets hangs the process (see "fork-safety" below).
+// * Within a block, threads run until they reach a rendezvous point, then the next runnable thread
+//   runs. The order in which runnable threads are resumed is the *thread order*: Forward (thread 0
+//   first), Reverse, or Random (a seeded permutation, redrawn on every pass over the block). Code
+//   with a data race between rendezvous points (an in-place Hillis-Steele step, a warp-synchronous
+//   reduction without __syncwarp) gives results that depend on the order: run a case under all three
+//   and call it a race when they differ.
+// * Rendezvous rules:
+//     - __syncthreads (and _count/_and/_or) completes when every live (not yet exited) thread of the
+//       block waits at a block barrier. If they wait at different barrier sites (file:line), that
+//       is a divergent barrier: the launch fails with a diagnostic.
+//     - __syncwarp, shuffles and votes are a rendezvous of the lanes named in the mask, within the
+//       warp only (warpSize 32, lanes are consecutive linear thread ids). A mask that names a lane
+//       that has exited, or that does not name the calling lane, fails the launch. Lanes beyond the
+//       end of a partial last warp are ignored. A shuffle whose source lane is outside the group
+//       returns the caller's own value.
+//     - When no live thread can proceed (threads wait at barriers and warp operations that can
+//       never complete), the launch fails with a deadlock diagnostic instead of hanging.
+//   Atomics, __threadfence*, and __nanosleep are yield points: the calling thread lets the other
+//   runnable threads of its block run first, so spin-locks within a block make progress.
+// * Errors: launch configuration errors (more than 1024 threads per block, a zero dimension, too
+//   much dynamic shared memory, an invalid stream) are returned by the next cudaGetLastError and
+//   cleared, as in CUDA. Kernel faults (divergent barrier, deadlock, bad warp mask, an exception,
+//   shared memory overflow) are sticky: every later runtime call returns cudaErrorLaunchFailure
+//   until reset(); last_diagnostic() says what happened, with the student's file:line and the
+//   block and thread coordinates. An out-of-range access is not caught in general; it may crash
+//   the process (dynamic and static shared memory end at a guard page, so a write past the end of
+//   a shared array usually does), and a SIGSEGV/SIGBUS inside a kernel prints the launch site,
+//   block and thread to stderr before the process dies with the signal.
+// * Memory: cudaMalloc returns 256-byte-aligned host memory filled with 0xFF bytes (garbage, like a
+//   GPU), shared memory is filled with 0xFF at the start of every block. cudaMemGetInfo and the
+//   default pool's cudaMemPoolAttrUsedMemCurrent track live allocations, so a leaked temporary shows.
+// * Not emulated: the memory model (missing __threadfence or volatile is never observable; all
+//   writes are immediately visible), timing (events measure 0 ms), concurrency between streams or
+//   between blocks, textures, cooperative groups, dynamic parallelism, __CUDA_ARCH__ (it is not
+//   defined: host code paths are compiled), half precision, and the real device's limits on
+//   registers and local memory (each thread has a 256 KiB stack, see SCANGRADE_EMU_STACK_KB).
+//
+// Fork-safety: the emulator is single-threaded (no threads are ever started) and holds no locks,
+// so a harness may fork() a child per case, run the case there under a deadline, and kill it.
+//
+// Environment (read once, at the first launch): SCANGRADE_EMU_THREAD_ORDER=forward|reverse|
+// random[:seed] sets the initial thread order; SCANGRADE_EMU_STACK_KB sets the fiber stack size.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace scangrade::emu {
+
+/// True when this build runs kernels on the CPU emulator (the real runtime has no such header).
+constexpr bool is_emulated() { return true; }
+
+/// Order in which the runnable threads of a block are resumed between rendezvous points.
+enum class ThreadOrder { Forward, Reverse, Random };
+
+/// Selects the thread order for every later launch. `seed` only matters for Random; the random
+/// sequence restarts from `seed` on every call, so a case is reproducible.
+void set_thread_order(ThreadOrder order, std::uint64_t seed = 0);
+ThreadOrder thread_order();
+/// "forward", "reverse" or "random".
+const char* to_string(ThreadOrder order);
+
+/// The detailed message of the most recent launch error or kernel fault ("" when none): what went
+/// wrong, the student's file:line, the launch site, block and thread coordinates.
+const char* last_diagnostic();
+
+/// Clears the sticky kernel error, the last error and the diagnostic. Allocations are kept.
+void clear_error();
+
+/// Frees every emulated allocation and stream, clears errors, and resets statistics (like
+/// cudaDeviceReset, which calls it).
+void reset();
+
+/// Counters since the last reset_stats() (or reset()).
+struct Stats {
+  std::uint64_t launches = 0;         // kernel launches that ran (valid configuration)
+  std::uint64_t blocks = 0;           // blocks run
+  std::uint64_t threads = 0;          // threads run
+  std::uint64_t rendezvous = 0;       // barrier and warp-operation arrivals
+  std::uint64_t bytes_h2d = 0;        // cudaMemcpy* host to device
+  std::uint64_t bytes_d2h = 0;        // cudaMemcpy* device to host
+  std::uint64_t bytes_d2d = 0;        // cudaMemcpy* device to device
+  std::uint64_t allocations = 0;      // cudaMalloc + cudaMallocAsync calls that succeeded
+};
+Stats stats();
+void reset_stats();
+
+/// Bytes currently allocated with cudaMalloc/cudaMallocAsync, and by cudaMallocAsync alone.
+std::size_t bytes_in_use();
+std::size_t pool_bytes_in_use();
+
+/// Emulated device memory (default 8 GiB): allocations beyond it fail with cudaErrorMemoryAllocation.
+void set_memory_limit(std::size_t bytes);
+
+/// Fill new allocations and each block's shared memory with 0xFF bytes (default true).
+void set_poison(bool enabled);
+
+}  // namespace scangrade::emu

@@ -1,0 +1,39 @@
+// ScanGrade CPU emulator: state shared by the runtime API (runtime.cpp) and the scheduler
+// (scheduler.cpp). Internal; not installed.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "cuda_runtime_api.h"
+#include "scangrade/emu.h"
+
+namespace scangrade::emu::detail {
+
+inline constexpr std::size_t kSharedPerBlock = 48 * 1024;         // default limit (static + dynamic)
+inline constexpr std::size_t kSharedPerBlockOptin = 227 * 1024;   // cudaFuncSetAttribute maximum
+inline constexpr int kMaxThreadsPerBlock = 1024;
+inline constexpr int kMultiProcessors = 132;
+
+struct ErrorState {
+  cudaError_t last = cudaSuccess;    // returned (and cleared) by cudaGetLastError
+  cudaError_t sticky = cudaSuccess;  // kernel fault: returned by every call until clear_error()
+  std::string diagnostic;
+};
+ErrorState& errors();
+Stats& mutable_stats();
+bool poison_enabled();
+std::size_t dynamic_shared_limit();
+
+/// Records a non-sticky error (launch configuration, bad argument) and its diagnostic; returns it.
+cudaError_t api_error(cudaError_t error, std::string diagnostic);
+/// Records a sticky kernel fault with its diagnostic.
+void kernel_fault(std::string diagnostic);
+/// The sticky error if there is one, else `result` (recorded as the last error when it failed).
+cudaError_t api_result(cudaError_t result);
+
+bool stream_is_valid(cudaStream_t stream);
+/// Called by reset(): forget the scheduler's per-launch settings (not the thread order).
+void reset_scheduler_limits();
+
+}  // namespace scangrade::emu::detail

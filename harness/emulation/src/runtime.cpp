@@ -1,0 +1,604 @@
+// ScanGrade CPU emulator: host-side runtime API (errors, device, memory, pools, streams, events).
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+
+#include "cuda_runtime.h"
+#include "internal.h"
+
+struct CUstream_st {
+  unsigned int flags;
+};
+struct CUevent_st {
+  unsigned int flags;
+};
+struct CUmemPoolHandle_st {
+  std::uint64_t release_threshold;
+};
+
+namespace scangrade::emu::detail {
+namespace {
+
+constexpr std::size_t kAlignment = 256;
+constexpr std::size_t kDefaultMemory = std::size_t(8) << 30;
+
+struct Allocation {
+  std::size_t size;
+  bool from_pool;
+};
+
+struct Runtime {
+  ErrorState errors;
+  Stats stats;
+  bool poison = true;
+  std::size_t memory_limit = kDefaultMemory;
+  std::size_t dynamic_shared_limit = kSharedPerBlock;
+  std::map<std::uintptr_t, Allocation> device;  // base address -> allocation
+  std::set<void*> host;                          // cudaMallocHost
+  std::size_t in_use = 0;
+  std::size_t pool_in_use = 0;
+  std::size_t pool_high = 0;
+  std::set<cudaStream_t> streams;
+  std::set<cudaEvent_t> events;
+  CUmemPoolHandle_st default_pool{0};
+};
+
+Runtime& rt() {
+  static Runtime* r = new Runtime;  // never destroyed: allocations may outlive static destructors
+  return *r;
+}
+
+std::string ptr_text(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+/// The allocation containing [p, p + count), or nullptr.
+const Allocation* find_device(const void* p, std::size_t count) {
+  auto& device = rt().device;
+  auto a = reinterpret_cast<std::uintptr_t>(p);
+  auto it = device.upper_bound(a);
+  if (it == device.begin()) return nullptr;
+  --it;
+  if (a + count > it->first + it->second.size || a + count < a) return nullptr;
+  return &it->second;
+}
+
+cudaError_t allocate(void** ptr, std::size_t size, bool from_pool, const char* api) {
+  Runtime& r = rt();
+  if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
+  if (ptr == nullptr) return api_error(cudaErrorInvalidValue, std::string(api) + ": the pointer argument is null");
+  *ptr = nullptr;
+  if (size == 0) return cudaSuccess;
+  if (r.in_use > r.memory_limit || size > r.memory_limit - r.in_use) {
+    return api_error(cudaErrorMemoryAllocation, std::string(api) + "(" + std::to_string(size) +
+                                                    " bytes): out of emulated device memory (" +
+                                                    std::to_string(r.in_use) + " of " +
+                                                    std::to_string(r.memory_limit) + " bytes in use)");
+  }
+  std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (p == nullptr) {
+    return api_error(cudaErrorMemoryAllocation, std::string(api) + "(" + std::to_string(size) + " bytes): host allocation failed");
+  }
+  if (r.poison) std::memset(p, 0xFF, rounded);
+  r.device[reinterpret_cast<std::uintptr_t>(p)] = Allocation{size, from_pool};
+  r.in_use += size;
+  if (from_pool) {
+    r.pool_in_use += size;
+    r.pool_high = std::max(r.pool_high, r.pool_in_use);
+  }
+  ++r.stats.allocations;
+  *ptr = p;
+  return cudaSuccess;
+}
+
+cudaError_t release(void* ptr, const char* api) {
+  Runtime& r = rt();
+  if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
+  if (ptr == nullptr) return cudaSuccess;
+  auto it = r.device.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == r.device.end()) {
+    return api_error(cudaErrorInvalidValue, std::string(api) + "(" + ptr_text(ptr) +
+                                                "): not the start of a live device allocation (double free?)");
+  }
+  r.in_use -= it->second.size;
+  if (it->second.from_pool) r.pool_in_use -= it->second.size;
+  std::free(ptr);
+  r.device.erase(it);
+  return cudaSuccess;
+}
+
+bool is_device(const void* p) { return find_device(p, 1) != nullptr; }
+
+cudaError_t copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, const char* api) {
+  Runtime& r = rt();
+  if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
+  if (count == 0) return cudaSuccess;
+  if (dst == nullptr || src == nullptr) return api_error(cudaErrorInvalidValue, std::string(api) + ": null pointer");
+  bool dst_dev, src_dev;
+  switch (kind) {
+    case cudaMemcpyHostToHost: dst_dev = src_dev = false; break;
+    case cudaMemcpyHostToDevice: dst_dev = true; src_dev = false; break;
+    case cudaMemcpyDeviceToHost: dst_dev = false; src_dev = true; break;
+    case cudaMemcpyDeviceToDevice: dst_dev = src_dev = true; break;
+    case cudaMemcpyDefault:
+      dst_dev = is_device(dst);
+      src_dev = is_device(src);
+      break;
+    default: return api_error(cudaErrorInvalidMemcpyDirection, std::string(api) + ": invalid cudaMemcpyKind");
+  }
+  if (dst_dev && find_device(dst, count) == nullptr) {
+    return api_error(cudaErrorInvalidValue, std::string(api) + ": destination [" + ptr_text(dst) + ", +" +
+                                                std::to_string(count) + ") is not inside one device allocation");
+  }
+  if (src_dev && find_device(src, count) == nullptr) {
+    return api_error(cudaErrorInvalidValue, std::string(api) + ": source [" + ptr_text(src) + ", +" +
+                                                std::to_string(count) + ") is not inside one device allocation");
+  }
+  std::memmove(dst, src, count);
+  if (dst_dev && src_dev) r.stats.bytes_d2d += count;
+  else if (dst_dev) r.stats.bytes_h2d += count;
+  else if (src_dev) r.stats.bytes_d2h += count;
+  return cudaSuccess;
+}
+
+cudaError_t fill(void* ptr, int value, std::size_t count, const char* api) {
+  Runtime& r = rt();
+  if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
+  if (count == 0) return cudaSuccess;
+  if (find_device(ptr, count) == nullptr) {
+    return api_error(cudaErrorInvalidValue, std::string(api) + ": [" + ptr_text(ptr) + ", +" + std::to_string(count) +
+                                                ") is not inside one device allocation");
+  }
+  std::memset(ptr, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t check_stream(cudaStream_t stream, const char* api) {
+  if (!stream_is_valid(stream)) {
+    return api_error(cudaErrorInvalidResourceHandle, std::string(api) + ": invalid stream " + ptr_text(stream));
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+ErrorState& errors() { return rt().errors; }
+Stats& mutable_stats() { return rt().stats; }
+bool poison_enabled() { return rt().poison; }
+std::size_t dynamic_shared_limit() { return rt().dynamic_shared_limit; }
+
+cudaError_t api_error(cudaError_t error, std::string diagnostic) {
+  ErrorState& e = errors();
+  if (e.sticky != cudaSuccess) return e.sticky;
+  e.last = error;
+  e.diagnostic = std::move(diagnostic);
+  return error;
+}
+
+void kernel_fault(std::string diagnostic) {
+  ErrorState& e = errors();
+  e.sticky = cudaErrorLaunchFailure;
+  e.last = cudaErrorLaunchFailure;
+  e.diagnostic = std::move(diagnostic);
+}
+
+cudaError_t api_result(cudaError_t result) {
+  ErrorState& e = errors();
+  if (e.sticky != cudaSuccess) return e.sticky;
+  if (result != cudaSuccess) e.last = result;
+  return result;
+}
+
+bool stream_is_valid(cudaStream_t stream) {
+  return stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread ||
+         rt().streams.count(stream) != 0;
+}
+
+void reset_scheduler_limits() { rt().dynamic_shared_limit = kSharedPerBlock; }
+
+}  // namespace scangrade::emu::detail
+
+using scangrade::emu::detail::api_error;
+using scangrade::emu::detail::api_result;
+using scangrade::emu::detail::rt;
+
+// ---- errors -------------------------------------------------------------------------------------
+
+cudaError_t cudaGetLastError() {
+  auto& e = rt().errors;
+  if (e.sticky != cudaSuccess) return e.sticky;
+  cudaError_t last = e.last;
+  e.last = cudaSuccess;
+  return last;
+}
+
+cudaError_t cudaPeekAtLastError() {
+  auto& e = rt().errors;
+  return e.sticky != cudaSuccess ? e.sticky : e.last;
+}
+
+namespace {
+struct ErrorText {
+  cudaError_t code;
+  const char* name;
+  const char* text;
+};
+constexpr ErrorText kErrorTexts[] = {
+    {cudaSuccess, "cudaSuccess", "no error"},
+    {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
+    {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
+    {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorCudartUnloading, "cudaErrorCudartUnloading", "driver shutting down"},
+    {cudaErrorInvalidConfiguration, "cudaErrorInvalidConfiguration", "invalid configuration argument"},
+    {cudaErrorInvalidPitchValue, "cudaErrorInvalidPitchValue", "invalid pitch argument"},
+    {cudaErrorInvalidSymbol, "cudaErrorInvalidSymbol", "invalid device symbol"},
+    {cudaErrorInvalidDevicePointer, "cudaErrorInvalidDevicePointer", "invalid device pointer"},
+    {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
+    {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
+    {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
+    {cudaErrorInvalidKernelImage, "cudaErrorInvalidKernelImage", "device kernel image is invalid"},
+    {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
+    {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
+    {cudaErrorLaunchOutOfResources, "cudaErrorLaunchOutOfResources", "too many resources requested for launch"},
+    {cudaErrorLaunchTimeout, "cudaErrorLaunchTimeout", "the launch timed out and was terminated"},
+    {cudaErrorAssert, "cudaErrorAssert", "device-side assert triggered"},
+    {cudaErrorIllegalInstruction, "cudaErrorIllegalInstruction", "an illegal instruction was encountered"},
+    {cudaErrorMisalignedAddress, "cudaErrorMisalignedAddress", "misaligned address"},
+    {cudaErrorLaunchFailure, "cudaErrorLaunchFailure", "unspecified launch failure"},
+    {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
+};
+const ErrorText* find_error(cudaError_t e) {
+  for (const ErrorText& t : kErrorTexts) {
+    if (t.code == e) return &t;
+  }
+  return nullptr;
+}
+}  // namespace
+
+const char* cudaGetErrorString(cudaError_t error) {
+  const ErrorText* t = find_error(error);
+  return t != nullptr ? t->text : "unrecognized error code";
+}
+
+const char* cudaGetErrorName(cudaError_t error) {
+  const ErrorText* t = find_error(error);
+  return t != nullptr ? t->name : "cudaErrorUnknown";
+}
+
+// ---- device -------------------------------------------------------------------------------------
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  if (count == nullptr) return api_error(cudaErrorInvalidValue, "cudaGetDeviceCount: null pointer");
+  *count = 1;
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  if (device == nullptr) return api_error(cudaErrorInvalidValue, "cudaGetDevice: null pointer");
+  *device = 0;
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaSetDevice(int device) {
+  if (device != 0) return api_error(cudaErrorInvalidDevice, "cudaSetDevice: the emulator has one device, 0");
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  using namespace scangrade::emu::detail;
+  if (prop == nullptr) return api_error(cudaErrorInvalidValue, "cudaGetDeviceProperties: null pointer");
+  if (device != 0) return api_error(cudaErrorInvalidDevice, "cudaGetDeviceProperties: the emulator has one device, 0");
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "%s", "ScanGrade CPU emulator");
+  prop->totalGlobalMem = rt().memory_limit;
+  prop->sharedMemPerBlock = kSharedPerBlock;
+  prop->regsPerBlock = 65536;
+  prop->warpSize = 32;
+  prop->memPitch = std::size_t(1) << 31;
+  prop->maxThreadsPerBlock = kMaxThreadsPerBlock;
+  prop->maxThreadsDim[0] = 1024;
+  prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 0x7fffffff;
+  prop->maxGridSize[1] = 65535;
+  prop->maxGridSize[2] = 65535;
+  prop->clockRate = 1980000;
+  prop->totalConstMem = 65536;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->textureAlignment = 512;
+  prop->deviceOverlap = 1;
+  prop->multiProcessorCount = kMultiProcessors;
+  prop->concurrentKernels = 1;
+  prop->asyncEngineCount = 2;
+  prop->unifiedAddressing = 1;
+  prop->memoryClockRate = 2619000;
+  prop->memoryBusWidth = 5120;
+  prop->l2CacheSize = 50 * 1024 * 1024;
+  prop->maxThreadsPerMultiProcessor = 2048;
+  prop->sharedMemPerMultiprocessor = 228 * 1024;
+  prop->regsPerMultiprocessor = 65536;
+  prop->managedMemory = 1;
+  prop->sharedMemPerBlockOptin = kSharedPerBlockOptin;
+  prop->maxBlocksPerMultiProcessor = 32;
+  prop->cooperativeLaunch = 1;
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  using namespace scangrade::emu::detail;
+  if (value == nullptr) return api_error(cudaErrorInvalidValue, "cudaDeviceGetAttribute: null pointer");
+  if (device != 0) return api_error(cudaErrorInvalidDevice, "cudaDeviceGetAttribute: the emulator has one device, 0");
+  switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = kMaxThreadsPerBlock; break;
+    case cudaDevAttrMaxBlockDimX: *value = 1024; break;
+    case cudaDevAttrMaxBlockDimY: *value = 1024; break;
+    case cudaDevAttrMaxBlockDimZ: *value = 64; break;
+    case cudaDevAttrMaxGridDimX: *value = 0x7fffffff; break;
+    case cudaDevAttrMaxGridDimY: *value = 65535; break;
+    case cudaDevAttrMaxGridDimZ: *value = 65535; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = int(kSharedPerBlock); break;
+    case cudaDevAttrTotalConstantMemory: *value = 65536; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    case cudaDevAttrMaxRegistersPerBlock: *value = 65536; break;
+    case cudaDevAttrClockRate: *value = 1980000; break;
+    case cudaDevAttrMultiProcessorCount: *value = kMultiProcessors; break;
+    case cudaDevAttrL2CacheSize: *value = 50 * 1024 * 1024; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = 2048; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = 228 * 1024; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = int(kSharedPerBlockOptin); break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor: *value = 32; break;
+    default: return api_error(cudaErrorInvalidValue, "cudaDeviceGetAttribute: attribute not emulated");
+  }
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaDeviceSynchronize() { return api_result(cudaSuccess); }
+
+cudaError_t cudaDeviceReset() {
+  scangrade::emu::reset();
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) {
+  if (free == nullptr || total == nullptr) return api_error(cudaErrorInvalidValue, "cudaMemGetInfo: null pointer");
+  *total = rt().memory_limit;
+  *free = rt().memory_limit > rt().in_use ? rt().memory_limit - rt().in_use : 0;
+  return api_result(cudaSuccess);
+}
+
+// ---- memory -------------------------------------------------------------------------------------
+
+cudaError_t cudaMalloc(void** ptr, std::size_t size) {
+  return scangrade::emu::detail::allocate(ptr, size, false, "cudaMalloc");
+}
+
+cudaError_t cudaFree(void* ptr) { return scangrade::emu::detail::release(ptr, "cudaFree"); }
+
+cudaError_t cudaMallocAsync(void** ptr, std::size_t size, cudaStream_t stream) {
+  if (cudaError_t e = scangrade::emu::detail::check_stream(stream, "cudaMallocAsync"); e != cudaSuccess) return e;
+  return scangrade::emu::detail::allocate(ptr, size, true, "cudaMallocAsync");
+}
+
+cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
+  if (cudaError_t e = scangrade::emu::detail::check_stream(stream, "cudaFreeAsync"); e != cudaSuccess) return e;
+  return scangrade::emu::detail::release(ptr, "cudaFreeAsync");
+}
+
+cudaError_t cudaMallocHost(void** ptr, std::size_t size) {
+  if (ptr == nullptr) return api_error(cudaErrorInvalidValue, "cudaMallocHost: null pointer");
+  *ptr = std::aligned_alloc(256, (std::max<std::size_t>(size, 1) + 255) / 256 * 256);
+  if (*ptr == nullptr) return api_error(cudaErrorMemoryAllocation, "cudaMallocHost: host allocation failed");
+  rt().host.insert(*ptr);
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  if (ptr == nullptr) return api_result(cudaSuccess);
+  if (rt().host.erase(ptr) == 0) return api_error(cudaErrorInvalidValue, "cudaFreeHost: not a cudaMallocHost pointer");
+  std::free(ptr);
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind) {
+  return scangrade::emu::detail::copy(dst, src, count, kind, "cudaMemcpy");
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
+  if (cudaError_t e = scangrade::emu::detail::check_stream(stream, "cudaMemcpyAsync"); e != cudaSuccess) return e;
+  return scangrade::emu::detail::copy(dst, src, count, kind, "cudaMemcpyAsync");
+}
+
+cudaError_t cudaMemset(void* ptr, int value, std::size_t count) {
+  return scangrade::emu::detail::fill(ptr, value, count, "cudaMemset");
+}
+
+cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t count, cudaStream_t stream) {
+  if (cudaError_t e = scangrade::emu::detail::check_stream(stream, "cudaMemsetAsync"); e != cudaSuccess) return e;
+  return scangrade::emu::detail::fill(ptr, value, count, "cudaMemsetAsync");
+}
+
+// ---- memory pools -------------------------------------------------------------------------------
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) {
+  if (pool == nullptr) return api_error(cudaErrorInvalidValue, "cudaDeviceGetDefaultMemPool: null pointer");
+  if (device != 0) return api_error(cudaErrorInvalidDevice, "cudaDeviceGetDefaultMemPool: the emulator has one device, 0");
+  *pool = &rt().default_pool;
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t* pool, int device) { return cudaDeviceGetDefaultMemPool(pool, device); }
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  auto& r = rt();
+  if (pool != &r.default_pool || value == nullptr) {
+    return api_error(cudaErrorInvalidValue, "cudaMemPoolGetAttribute: unknown pool or null value pointer");
+  }
+  switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies:
+    case cudaMemPoolReuseAllowOpportunistic:
+    case cudaMemPoolReuseAllowInternalDependencies: *static_cast<int*>(value) = 1; break;
+    case cudaMemPoolAttrReleaseThreshold: *static_cast<std::uint64_t*>(value) = r.default_pool.release_threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent:
+    case cudaMemPoolAttrUsedMemCurrent: *static_cast<std::uint64_t*>(value) = r.pool_in_use; break;
+    case cudaMemPoolAttrReservedMemHigh:
+    case cudaMemPoolAttrUsedMemHigh: *static_cast<std::uint64_t*>(value) = r.pool_high; break;
+    default: return api_error(cudaErrorInvalidValue, "cudaMemPoolGetAttribute: unknown attribute");
+  }
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) {
+  auto& r = rt();
+  if (pool != &r.default_pool || value == nullptr) {
+    return api_error(cudaErrorInvalidValue, "cudaMemPoolSetAttribute: unknown pool or null value pointer");
+  }
+  if (attr == cudaMemPoolAttrReleaseThreshold) r.default_pool.release_threshold = *static_cast<std::uint64_t*>(value);
+  if (attr == cudaMemPoolAttrUsedMemHigh || attr == cudaMemPoolAttrReservedMemHigh) r.pool_high = r.pool_in_use;
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, std::size_t) {
+  if (pool != &rt().default_pool) return api_error(cudaErrorInvalidValue, "cudaMemPoolTrimTo: unknown pool");
+  return api_result(cudaSuccess);
+}
+
+// ---- streams and events -------------------------------------------------------------------------
+
+cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  if (stream == nullptr) return api_error(cudaErrorInvalidValue, "cudaStreamCreate: null pointer");
+  *stream = new CUstream_st{flags};
+  rt().streams.insert(*stream);
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (rt().streams.erase(stream) == 0) {
+    return api_error(cudaErrorInvalidResourceHandle, "cudaStreamDestroy: not a live stream");
+  }
+  delete stream;
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (cudaError_t e = scangrade::emu::detail::check_stream(stream, "cudaStreamSynchronize"); e != cudaSuccess) return e;
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) { return cudaStreamSynchronize(stream); }
+
+cudaError_t cudaEventCreate(cudaEvent_t* event) { return cudaEventCreateWithFlags(event, cudaEventDefault); }
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags) {
+  if (event == nullptr) return api_error(cudaErrorInvalidValue, "cudaEventCreate: null pointer");
+  *event = new CUevent_st{flags};
+  rt().events.insert(*event);
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (rt().events.erase(event) == 0) return api_error(cudaErrorInvalidResourceHandle, "cudaEventDestroy: not a live event");
+  delete event;
+  return api_result(cudaSuccess);
+}
+
+namespace {
+cudaError_t check_event(cudaEvent_t event, const char* api) {
+  if (rt().events.count(event) == 0) {
+    return api_error(cudaErrorInvalidResourceHandle, std::string(api) + ": not a live event");
+  }
+  return api_result(cudaSuccess);
+}
+}  // namespace
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (cudaError_t e = scangrade::emu::detail::check_stream(stream, "cudaEventRecord"); e != cudaSuccess) return e;
+  return check_event(event, "cudaEventRecord");
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) { return check_event(event, "cudaEventSynchronize"); }
+cudaError_t cudaEventQuery(cudaEvent_t event) { return check_event(event, "cudaEventQuery"); }
+
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (ms == nullptr) return api_error(cudaErrorInvalidValue, "cudaEventElapsedTime: null pointer");
+  if (cudaError_t e = check_event(start, "cudaEventElapsedTime"); e != cudaSuccess) return e;
+  if (cudaError_t e = check_event(end, "cudaEventElapsedTime"); e != cudaSuccess) return e;
+  *ms = 0.0f;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
+  if (cudaError_t e = scangrade::emu::detail::check_stream(stream, "cudaStreamWaitEvent"); e != cudaSuccess) return e;
+  return check_event(event, "cudaStreamWaitEvent");
+}
+
+// ---- kernel attributes --------------------------------------------------------------------------
+
+cudaError_t scangrade_emu_func_set_attribute(cudaFuncAttribute attr, int value) {
+  using namespace scangrade::emu::detail;
+  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
+    if (value < 0 || std::size_t(value) > kSharedPerBlockOptin) {
+      return api_error(cudaErrorInvalidValue, "cudaFuncSetAttribute: dynamic shared memory of " +
+                                                  std::to_string(value) + " bytes exceeds the opt-in limit of " +
+                                                  std::to_string(kSharedPerBlockOptin));
+    }
+    rt().dynamic_shared_limit = std::max(rt().dynamic_shared_limit, std::size_t(value));
+  }
+  return api_result(cudaSuccess);
+}
+
+cudaError_t scangrade_emu_occupancy(int* num_blocks, int block_size, std::size_t dynamic_smem) {
+  if (num_blocks == nullptr || block_size <= 0) {
+    return api_error(cudaErrorInvalidValue, "cudaOccupancyMaxActiveBlocksPerMultiprocessor: invalid argument");
+  }
+  int by_threads = block_size > 1024 ? 0 : 2048 / block_size;
+  int by_smem = dynamic_smem == 0 ? 32 : int(228 * 1024 / dynamic_smem);
+  *num_blocks = std::min({32, by_threads, by_smem});
+  return api_result(cudaSuccess);
+}
+
+// ---- scangrade::emu API -------------------------------------------------------------------------
+
+namespace scangrade::emu {
+
+const char* last_diagnostic() { return rt().errors.diagnostic.c_str(); }
+
+void clear_error() { rt().errors = detail::ErrorState{}; }
+
+void reset() {
+  auto& r = rt();
+  for (auto& [base, alloc] : r.device) std::free(reinterpret_cast<void*>(base));
+  r.device.clear();
+  for (void* p : r.host) std::free(p);
+  r.host.clear();
+  for (cudaStream_t s : r.streams) delete s;
+  r.streams.clear();
+  for (cudaEvent_t e : r.events) delete e;
+  r.events.clear();
+  r.in_use = r.pool_in_use = r.pool_high = 0;
+  r.errors = detail::ErrorState{};
+  r.stats = Stats{};
+  detail::reset_scheduler_limits();
+}
+
+Stats stats() { return rt().stats; }
+void reset_stats() { rt().stats = Stats{}; }
+std::size_t bytes_in_use() { return rt().in_use; }
+std::size_t pool_bytes_in_use() { return rt().pool_in_use; }
+void set_memory_limit(std::size_t bytes) { rt().memory_limit = bytes; }
+void set_poison(bool enabled) { rt().poison = enabled; }
+
+}  // namespace scangrade::emu

@@ -1,0 +1,93 @@
+// Test kernels: data races that only the thread order exposes.
+#include "test_kernels.h"
+
+namespace emu_test {
+namespace {
+
+// Hillis-Steele in place: reads s[t - offset] while thread t - offset may already have updated it
+// in the same step. A race, whatever the GPU happens to print.
+__global__ void hillis_steele_in_place_kernel(const int* in, int* out, int n) {
+  __shared__ int s[1024];
+  int t = threadIdx.x;
+  s[t] = t < n ? in[t] : 0;
+  __syncthreads();
+  for (int offset = 1; offset < n; offset *= 2) {
+    if (t >= offset) s[t] += s[t - offset];
+    __syncthreads();
+  }
+  if (t < n) out[t] = s[t];
+}
+
+// the same scan, double buffered: every step reads one buffer and writes the other
+__global__ void hillis_steele_double_buffered_kernel(const int* in, int* out, int n) {
+  __shared__ int buf[2][1024];
+  int t = threadIdx.x;
+  int src = 0;
+  buf[src][t] = t < n ? in[t] : 0;
+  __syncthreads();
+  for (int offset = 1; offset < n; offset *= 2) {
+    int v = buf[src][t];
+    if (t >= offset) v += buf[src][t - offset];
+    buf[1 - src][t] = v;
+    src = 1 - src;
+    __syncthreads();
+  }
+  if (t < n) out[t] = buf[src][t];
+}
+
+// the classic warp-synchronous tail of a reduction: relies on lock-step execution (no __syncwarp)
+__global__ void warp_reduce_kernel(const int* in, int* out) {
+  __shared__ int s[64];
+  int t = threadIdx.x;
+  s[t] = in[t];
+  __syncthreads();
+  if (t < 32) {
+    volatile int* v = s;
+    v[t] += v[t + 32];
+    v[t] += v[t + 16];
+    v[t] += v[t + 8];
+    v[t] += v[t + 4];
+    v[t] += v[t + 2];
+    v[t] += v[t + 1];
+  }
+  if (t == 0) *out = s[0];
+}
+
+std::vector<int> run_scan(void (*kernel)(const int*, int*, int), const std::vector<int>& in) {
+  int n = static_cast<int>(in.size());
+  int *d_in, *d_out;
+  cudaMalloc(&d_in, n * sizeof(int));
+  cudaMalloc(&d_out, n * sizeof(int));
+  cudaMemcpy(d_in, in.data(), n * sizeof(int), cudaMemcpyHostToDevice);
+  kernel<<<1, n>>>(d_in, d_out, n);  // a kernel through a function pointer
+  std::vector<int> h(n);
+  cudaMemcpy(h.data(), d_out, n * sizeof(int), cudaMemcpyDeviceToHost);
+  cudaFree(d_in);
+  cudaFree(d_out);
+  return h;
+}
+
+}  // namespace
+
+std::vector<int> hillis_steele_in_place(const std::vector<int>& in) {
+  return run_scan(hillis_steele_in_place_kernel, in);
+}
+
+std::vector<int> hillis_steele_double_buffered(const std::vector<int>& in) {
+  return run_scan(hillis_steele_double_buffered_kernel, in);
+}
+
+int warp_reduce_without_syncwarp(const std::vector<int>& in) {
+  int *d_in, *d_out;
+  cudaMalloc(&d_in, 64 * sizeof(int));
+  cudaMalloc(&d_out, sizeof(int));
+  cudaMemcpy(d_in, in.data(), 64 * sizeof(int), cudaMemcpyHostToDevice);
+  warp_reduce_kernel<<<1, 64>>>(d_in, d_out);
+  int h = 0;
+  cudaMemcpy(&h, d_out, sizeof(int), cudaMemcpyDeviceToHost);
+  cudaFree(d_in);
+  cudaFree(d_out);
+  return h;
+}
+
+}  // namespace emu_test
