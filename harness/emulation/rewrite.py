@@ -11,7 +11,8 @@ OUT. Three things change, everything else is copied verbatim:
   * __shared__ T name[N]...;  (static shared memory)       becomes a reference to storage that the
     threads of a block share, fresh for every block, one per declaration site and type.
 
-The output starts with an #include of the emulator's cuda_runtime.h (nvcc includes it implicitly)
+Local headers included in quotes that contain launches or __shared__ declarations are rewritten
+too (next to OUT, with the #include pointed at the copy). The output starts with an #include of the emulator's cuda_runtime.h (nvcc includes it implicitly)
 and #line directives keep compiler messages and __FILE__/__LINE__ pointing at the student's
 file:line. Launches and __shared__ declarations written inside #define macros are not rewritten
 (the compiler then reports them). Exit status: 0 on success, 1 when the input cannot be parsed
@@ -59,6 +60,7 @@ class Token:
 IDENT_RE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 NUMBER_RE = re.compile(r"\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z]|[0-9A-Za-z_.])*")
 RAW_PREFIXES = ("R", "u8R", "uR", "UR", "LR")
+INCLUDE_RE = re.compile(r'#\s*include\s*"([^"]+)"')
 STRING_PREFIXES = ("u8", "u", "U", "L")
 
 
@@ -188,9 +190,10 @@ CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
 class Rewriter:
-    def __init__(self, source: Source, display_name: str):
+    def __init__(self, source: Source, display_name: str, include_hook=None):
         self.src = source
         self.display = display_name
+        self.include_hook = include_hook  # quoted include name -> replacement path or None
         # significant tokens: code and preprocessor lines (which act as statement boundaries)
         self.sig = [t for t in source.tokens if t.kind not in ("ws", "nl", "comment")]
         self.edits: list[Edit] = []
@@ -501,11 +504,23 @@ class Rewriter:
 
     # ---- driver ---------------------------------------------------------------------------------
 
+    def needs_rewrite(self) -> bool:
+        """True when the text has a launch or a __shared__ declaration."""
+        return any(t.kind == "ident" and t.text == "__shared__" for t in self.sig) or any(
+            self.is_punct(k, "<") and self.adjacent(k, "<", 3) for k in range(len(self.sig)))
+
     def run(self) -> str:
         k = 0
         while k < len(self.sig):
             t = self.sig[k]
-            if t.kind == "punct" and t.text == "<" and self.adjacent(k, "<", 3):
+            if t.kind == "pp" and self.include_hook is not None:
+                m = INCLUDE_RE.match(t.text)
+                if m:
+                    target = self.include_hook(m.group(1))
+                    if target is not None:
+                        self.edits.append(Edit(t.start, t.end, f"#include {quote(target)}"))
+                k += 1
+            elif t.kind == "punct" and t.text == "<" and self.adjacent(k, "<", 3):
                 k = self.rewrite_launch(k)
             elif t.kind == "ident" and t.text == "__shared__":
                 k = self.rewrite_shared(k)
@@ -530,16 +545,85 @@ def quote(path: str) -> str:
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+class Translation:
+    """Rewrites a .cu file and, recursively, the local headers it includes in quotes that need it
+    (those with a launch or a __shared__ declaration): each such header is rewritten next to OUT
+    and the #include is pointed at the copy. Headers that need nothing are included as they are."""
+
+    def __init__(self, runtime_header: str, out_dir: Path):
+        self.runtime_header = runtime_header
+        self.out_dir = out_dir
+        self.outputs: dict[Path, Path] = {}  # rewritten header -> its copy
+        self.inputs: list[Path] = []          # every file read (for the depfile)
+        self.files: dict[Path, str] = {}      # copy -> text to write
+
+    def translate(self, path: Path, display: str) -> str:
+        path = path.resolve()
+        self.inputs.append(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise RewriteError(1, f"cannot read {path}: {e}") from e
+
+        def include_hook(name: str) -> str | None:
+            header = (path.parent / name).resolve()
+            if not header.is_file():
+                return None
+            if header in self.outputs:
+                return str(self.outputs[header])
+            try:
+                needs = Rewriter(Source(header.read_text(encoding="utf-8")), str(header)).needs_rewrite()
+            except (OSError, UnicodeDecodeError) as e:
+                raise HeaderError(header, RewriteError(1, f"cannot read: {e}")) from e
+            except HeaderError:
+                raise
+            except RewriteError as e:
+                raise HeaderError(header, e) from e
+            if not needs:
+                # included as it is, by absolute path: the rewritten file lives elsewhere
+                self.inputs.append(header)
+                self.outputs[header] = header
+                return str(header)
+            copy = self.out_dir / f"{header.stem}.{len(self.outputs) + 1}{header.suffix}"
+            self.outputs[header] = copy
+            try:
+                self.files[copy] = self.translate(header, str(header))
+            except HeaderError:
+                raise
+            except RewriteError as e:
+                raise HeaderError(header, e) from e
+            return str(copy)
+
+        body = Rewriter(Source(text), display, include_hook).run()
+        return f"#include {quote(self.runtime_header)}\n#line 1 {quote(display)}\n{body}"
+
+
+class HeaderError(RewriteError):
+    """A RewriteError inside an included header (reported with the header's name)."""
+
+    def __init__(self, header: Path, error: RewriteError):
+        super().__init__(error.line, str(error))
+        self.header = header
+
+
 def rewrite(text: str, display_name: str, runtime_header: str) -> str:
-    """The rewritten translation unit for `text` (raises RewriteError)."""
+    """The rewritten translation unit for `text`, without include handling (raises RewriteError)."""
     body = Rewriter(Source(text), display_name).run()
     return f"#include {quote(runtime_header)}\n#line 1 {quote(display_name)}\n{body}"
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Writes only when the content changes, so an unchanged rewrite does not force a recompile."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     default_header = Path(__file__).resolve().parent / "include" / "cuda_runtime.h"
     parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Example: rewrite.py student/scan.cu build/scan.emu.cpp",
     )
     parser.add_argument("input", type=Path, help="the student's .cu file (read, never modified)")
@@ -547,23 +631,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--display-name", help="file name for #line and diagnostics (default: INPUT as given)")
     parser.add_argument("--runtime-header", type=Path, default=default_header,
                         help="the emulator's cuda_runtime.h to #include first (default: %(default)s)")
+    parser.add_argument("--depfile", type=Path,
+                        help="write a Makefile-style dependency file listing INPUT and its local headers")
     args = parser.parse_args(argv)
 
     display = args.display_name or str(args.input)
+    translation = Translation(str(args.runtime_header.resolve()), args.output.resolve().parent)
     try:
-        text = args.input.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        print(f"{display}: error: cannot read: {e}", file=sys.stderr)
+        result = translation.translate(args.input, display)
+    except HeaderError as e:
+        print(f"{e.header}:{e.line}: error: {e}", file=sys.stderr)
         return 1
-    try:
-        result = rewrite(text, display, str(args.runtime_header.resolve()))
     except RewriteError as e:
         print(f"{display}:{e.line}: error: {e}", file=sys.stderr)
         return 1
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    # write only when changed, so an unchanged rewrite does not force a recompile
-    if not args.output.exists() or args.output.read_text(encoding="utf-8") != result:
-        args.output.write_text(result, encoding="utf-8")
+    for copy, text in translation.files.items():
+        write_if_changed(copy, text)
+    write_if_changed(args.output, result)
+    if args.depfile:
+        deps = " ".join(str(p).replace(" ", "\\ ") for p in dict.fromkeys(translation.inputs))
+        write_if_changed(args.depfile, f"{args.output}: {deps}\n")
     return 0
 
 

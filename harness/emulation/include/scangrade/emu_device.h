@@ -226,7 +226,7 @@ inline T atomic_rmw(T* address, F op) {
 
 #define SCANGRADE_EMU_ATOMIC(name, T, expr)                                                          \
   inline T name(T* address, T val) {                                                               \
-    return ::scangrade::emu::detail::atomic_rmw(address, [val](T old) -> T { return expr; });      \
+    return ::scangrade::emu::detail::atomic_rmw(address, [val]([[maybe_unused]] T old) -> T { return expr; });      \
   }                                                                                                \
   inline T name##_block(T* address, T val) { return name(address, val); }                          \
   inline T name##_system(T* address, T val) { return name(address, val); }
