@@ -117,6 +117,13 @@ TEST_F(Emu, FileScopeSharedVariable) {
   for (int i = 0; i < 128; ++i) EXPECT_EQ(v[i], 63 * 64 / 2);
 }
 
+TEST_F(Emu, WritePastDynamicSharedMemoryCrashesWithAReport) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(emu_test::overflow_dynamic_shared(64),
+               "segmentation fault.*just past the end of the dynamic.*kernels_basic.cu:[0-9]+.*block \\(0,0,0\\) "
+               "thread \\(0,0,0\\)");
+}
+
 // ---- barriers and warps -------------------------------------------------------------------------
 
 TEST_F(Emu, SyncthreadsOrdersWritesBeforeReads) {

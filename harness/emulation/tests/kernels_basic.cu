@@ -84,6 +84,14 @@ __global__ void two_types_kernel(int* out) {
   out[threadIdx.x] = a * 10 + static_cast<int>(b);
 }
 
+__global__ void overflow_kernel(int* out) {
+  extern __shared__ int tile[];
+  tile[threadIdx.x] = 1;
+  __syncthreads();
+  if (threadIdx.x == 0) tile[blockDim.x] = 2;  // one past the end
+  out[threadIdx.x] = tile[threadIdx.x];
+}
+
 }  // namespace
 
 __shared__ int g_block_total;  // file-scope static shared memory
@@ -202,6 +210,13 @@ std::vector<int> shared_in_device_templates(int threads) {
   auto h = to_host(d, threads);
   cudaFree(d);
   return h;
+}
+
+void overflow_dynamic_shared(int threads) {
+  int* d = nullptr;
+  cudaMalloc(&d, threads * sizeof(int));
+  overflow_kernel<<<1, threads, threads * sizeof(int)>>>(d);
+  cudaFree(d);
 }
 
 std::vector<int> file_scope_shared(int blocks, int threads) {

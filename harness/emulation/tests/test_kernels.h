@@ -22,6 +22,7 @@ std::vector<int> extern_shared_reverse(int blocks, int threads);
 std::vector<double> templated_static_shared(int threads);
 std::vector<int> shared_in_device_templates(int threads);
 std::vector<int> file_scope_shared(int blocks, int threads);
+void overflow_dynamic_shared(int threads);
 
 // kernels_sync.cu
 std::vector<int> neighbour_after_barrier(int threads);
