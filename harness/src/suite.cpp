@@ -1,6 +1,7 @@
 // Suite loading and validation (suite.h).
 #include "scangrade/suite.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -15,9 +16,10 @@ namespace {
 using nlohmann::json;
 
 const std::set<std::string> kCaseFields = {"id",     "slot",   "dtype",      "kind", "n",    "values",
-                                           "seed",   "points", "visibility", "why",  "perf", "timeout_s"};
+                                           "seed",   "points", "visibility", "why",  "perf", "timeout_s",
+                                           "sanitize"};
 constexpr const char* kIdChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
-const std::set<std::string> kTopFields = {"suite", "version", "description", "defaults", "cases"};
+const std::set<std::string> kTopFields = {"suite", "version", "description", "defaults", "cases", "performance"};
 
 /// Builds "FILE: cases[3] (id 'x'): field 'n': MESSAGE".
 class RowContext {
@@ -89,7 +91,7 @@ Case parse_case(const std::string& origin, std::size_t index, const json& row, c
   for (const auto& item : row.items())
     if (!kCaseFields.count(item.key()))
       ctx.fail(item.key(), "unknown field (known: id, slot, dtype, kind, n, values, seed, points, visibility, why, "
-                           "perf, timeout_s)");
+                           "perf, timeout_s, sanitize)");
 
   Case c;
   c.id = require_string(ctx, row, defaults, "id");
@@ -114,6 +116,18 @@ Case parse_case(const std::string& origin, std::size_t index, const json& row, c
     c.perf = perf->get<bool>();
   }
   c.timeout_s = optional_number(ctx, row, defaults, "timeout_s", 0.0);
+  if (const json* tools = find_field(row, defaults, "sanitize")) {
+    if (!tools->is_array())
+      ctx.fail("sanitize", "expected a list of tool names (racecheck, memcheck, synccheck), got " + tools->dump());
+    for (const json& tool : *tools) {
+      const bool known = tool.is_string() && std::any_of(std::begin(kSanitizerTools), std::end(kSanitizerTools),
+                                                         [&](const char* t) { return tool == t; });
+      if (!known) ctx.fail("sanitize", tool.dump() + " is not one of: racecheck, memcheck, synccheck");
+      if (std::find(c.sanitize.begin(), c.sanitize.end(), tool.get<std::string>()) != c.sanitize.end())
+        ctx.fail("sanitize", "'" + tool.get<std::string>() + "' is listed twice");
+      c.sanitize.push_back(tool.get<std::string>());
+    }
+  }
 
   // The contract's limits.
   if (c.n > max_n(c.slot))
@@ -129,6 +143,29 @@ Case parse_case(const std::string& origin, std::size_t index, const json& row, c
 
 }  // namespace
 
+/// "performance": {"points": {"<slot>": <non-negative number>, ...}}
+std::map<Slot, double> parse_performance(const json& perf, const std::string& origin) {
+  const std::string where = origin + ": field 'performance'";
+  if (!perf.is_object()) throw SuiteError(where + ": expected an object like {\"points\": {\"hierarchical\": 5}}");
+  for (const auto& item : perf.items())
+    if (item.key() != "points") throw SuiteError(where + ": unknown field '" + item.key() + "' (known: points)");
+  std::map<Slot, double> points;
+  if (!perf.contains("points")) return points;
+  const json& table = perf["points"];
+  if (!table.is_object()) throw SuiteError(where + ".points: expected an object of slot: points, got " + table.dump());
+  for (const auto& item : table.items()) {
+    const std::optional<Slot> slot = parse_slot(item.key());
+    if (!slot)
+      throw SuiteError(where + ".points: '" + item.key() +
+                       "' is not one of: hillis_steele, blelloch, hierarchical, single_pass");
+    const json& v = item.value();
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0)
+      throw SuiteError(where + ".points." + item.key() + ": expected a non-negative number, got " + v.dump());
+    points[*slot] = v.get<double>();
+  }
+  return points;
+}
+
 Suite parse_suite(const std::string& text, const std::string& origin) {
   json doc;
   try {
@@ -140,7 +177,7 @@ Suite parse_suite(const std::string& text, const std::string& origin) {
   for (const auto& item : doc.items())
     if (!kTopFields.count(item.key()))
       throw SuiteError(origin + ": unknown top-level field '" + item.key() +
-                       "' (known: suite, version, description, defaults, cases)");
+                       "' (known: suite, version, description, defaults, cases, performance)");
   if (doc.contains("version") && doc["version"] != 1)
     throw SuiteError(origin + ": field 'version': this harness reads suite format version 1, got " +
                      doc["version"].dump());
@@ -150,6 +187,7 @@ Suite parse_suite(const std::string& text, const std::string& origin) {
   if (!defaults.is_object()) throw SuiteError(origin + ": field 'defaults': expected an object");
 
   Suite suite;
+  if (doc.contains("performance")) suite.performance_points = parse_performance(doc["performance"], origin);
   suite.name = doc.contains("suite") && doc["suite"].is_string() ? doc["suite"].get<std::string>() : origin;
   std::set<std::string> ids;
   const json& rows = doc["cases"];

@@ -107,9 +107,39 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"bad_perf", one_case(row_with("perf", "\"yes\"")), "field 'perf': expected true or false"},
         Malformed{"bad_id", one_case(row_with("id", "\"a b\"")), "field 'id'"},
         Malformed{"missing_why", one_case(row_with("why", "")), "field 'why': missing"},
+        Malformed{"sanitize_not_list", one_case(row_with("sanitize", "\"racecheck\"")),
+                  "cases[0] (id 'x1'): field 'sanitize': expected a list"},
+        Malformed{"sanitize_unknown_tool", one_case(row_with("sanitize", R"(["racecheck", "initcheck"])")),
+                  "cases[0] (id 'x1'): field 'sanitize': \"initcheck\" is not one of: racecheck, memcheck, synccheck"},
+        Malformed{"sanitize_twice", one_case(row_with("sanitize", R"(["memcheck", "memcheck"])")),
+                  "field 'sanitize': 'memcheck' is listed twice"},
+        Malformed{"performance_not_object", R"({"performance": 5, "cases": []})",
+                  "field 'performance': expected an object"},
+        Malformed{"performance_unknown_field", R"({"performance": {"bonus": 1}, "cases": []})",
+                  "field 'performance': unknown field 'bonus'"},
+        Malformed{"performance_bad_slot", R"({"performance": {"points": {"kogge": 1}}, "cases": []})",
+                  "field 'performance'.points: 'kogge' is not one of"},
+        Malformed{"performance_negative", R"({"performance": {"points": {"hierarchical": -1}}, "cases": []})",
+                  "field 'performance'.points.hierarchical: expected a non-negative number"},
         Malformed{"duplicate_id", R"({"cases": [)" + row_with("seed", "1") + ", " + row_with("seed", "2") + "]}",
                   "cases[1] (id 'x1'): field 'id': duplicate id"}),
     [](const ::testing::TestParamInfo<Malformed>& info) { return info.param.label; });
+
+TEST(Suite, SanitizeAndPerformanceAreRead) {
+  const Suite s = parse_suite(R"({"performance": {"points": {"hierarchical": 5, "single_pass": 2.5}}, "cases": [
+      {"id": "a", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 5, "values": "ones",
+       "seed": 1, "why": "w", "sanitize": ["racecheck", "synccheck"]},
+      {"id": "b", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 5, "values": "ones",
+       "seed": 1, "why": "w"}]})",
+                              "t.json");
+  ASSERT_EQ(s.cases.size(), 2u);
+  EXPECT_EQ(s.cases[0].sanitize, (std::vector<std::string>{"racecheck", "synccheck"}));
+  EXPECT_TRUE(s.cases[1].sanitize.empty());
+  ASSERT_EQ(s.performance_points.size(), 2u);
+  EXPECT_EQ(s.performance_points.at(Slot::Hierarchical), 5);
+  EXPECT_EQ(s.performance_points.at(Slot::SinglePass), 2.5);
+  EXPECT_TRUE(parse_suite(R"({"cases": []})", "t.json").performance_points.empty());
+}
 
 TEST(Suite, MissingFileIsReported) {
   try {

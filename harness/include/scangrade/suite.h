@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,13 +27,21 @@ struct Case {
   std::string why;          // why this case is in the suite (shown in failure messages)
   bool perf = false;        // timed by the grader (performance points)
   double timeout_s = 0;     // per-case deadline for the grader; 0 = the default that scales with n
+  std::vector<std::string> sanitize;  // compute-sanitizer tools the grader runs on this case after it
+                                      // passes: "racecheck", "memcheck", "synccheck" (each at most once)
 };
 
 struct Suite {
   std::string name;
   std::filesystem::path path;
   std::vector<Case> cases;
+  /// Performance points per slot ("performance": {"points": {"hierarchical": 5}}): what the grader
+  /// awards for speed on the slot's perf cases (see harness/grader/scoring.h for the rule).
+  std::map<Slot, double> performance_points;
 };
+
+/// The compute-sanitizer tools a case may ask for, in the order the grader runs them.
+inline constexpr const char* kSanitizerTools[] = {"racecheck", "memcheck", "synccheck"};
 
 /// A suite file that cannot be used; what() names the file, the row and the field.
 struct SuiteError : std::runtime_error {
