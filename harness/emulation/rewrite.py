@@ -61,6 +61,7 @@ IDENT_RE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 NUMBER_RE = re.compile(r"\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z]|[0-9A-Za-z_.])*")
 RAW_PREFIXES = ("R", "u8R", "uR", "UR", "LR")
 INCLUDE_RE = re.compile(r'#\s*include\s*"([^"]+)"')
+PRAGMA_UNROLL_RE = re.compile(r"#\s*pragma\s+unroll\b")
 STRING_PREFIXES = ("u8", "u", "U", "L")
 
 
@@ -513,7 +514,11 @@ class Rewriter:
         k = 0
         while k < len(self.sig):
             t = self.sig[k]
-            if t.kind == "pp" and self.include_hook is not None:
+            if t.kind == "pp" and PRAGMA_UNROLL_RE.match(t.text):
+                # nvcc's loop hint; g++ would warn about an unknown pragma in the student's code
+                self.edits.append(Edit(t.start, t.end, "// " + t.text.replace("\\\n", "\n// ")))
+                k += 1
+            elif t.kind == "pp" and self.include_hook is not None:
                 m = INCLUDE_RE.match(t.text)
                 if m:
                     target = self.include_hook(m.group(1))
