@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""Read a ScanGrade submission: a folder, a .zip or a .tar.gz/.tgz that holds student/.
+
+The submission must contain a folder `student/` with the slot files (hillis_steele.cu, blelloch.cu,
+hierarchical.cu, single_pass.cu), either at its top level or inside exactly one top-level folder (the
+way LMS downloads wrap it). Archives are unpacked into a private temporary folder with every member
+checked first: absolute paths, `..`, links that leave the folder, device files, more than
+MAX_FILES files or more than MAX_BYTES bytes are refused.
+
+A submission that cannot be read that way gets a `layout_error` that says what was found and what
+to do, e.g. "found hillis_steele.cu at the top level: put your files in student/".
+
+    python3 grading/submission.py SUBMISSION      prints what was found (exit 0) or the error (exit 1)
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import shutil
+import stat
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+# slot name -> file name under student/ (the contract: harness/include/scangrade/student_api.h)
+SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
+SLOT_FILES = {slot: f"{slot}.cu" for slot in SLOTS}
+
+MAX_FILES = 2000
+MAX_BYTES = 64 * 1024 * 1024
+
+ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".gz", ".7z", ".rar")
+# entries that operating systems and LMS tools add on their own; never part of the layout
+JUNK_NAMES = {"__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini"}
+
+EXPECTED = ", ".join(SLOT_FILES.values())
+
+
+class LayoutError(Exception):
+    """The submission cannot be read as a student/ folder; the message says why, for the student."""
+
+
+@dataclass
+class Submission:
+    """What was found in a submission. `layout_error` is set (and student_dir is None) when unusable."""
+
+    name: str
+    source: Path
+    root: Path | None = None                                  # the folder that contains student/
+    student_dir: Path | None = None
+    slot_files: dict[str, Path] = field(default_factory=dict)  # slot -> file, only those present
+    missing_slots: list[str] = field(default_factory=list)
+    helper_files: list[Path] = field(default_factory=list)     # other .cu files, compiled and linked
+    notes: list[str] = field(default_factory=list)
+    layout_error: str | None = None
+    workdir: Path | None = None                                # private unpack folder (archives)
+
+    def cleanup(self) -> None:
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self) -> "Submission":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+def submission_name(path: Path) -> str:
+    """The folder name, or the archive's name without its suffix."""
+    name = path.name
+    for suffix in (".tar.gz", ".tgz", ".zip", ".tar"):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)] or "submission"
+    return name or "submission"
+
+
+def is_archive_name(name: str) -> bool:
+    return name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def _is_junk(name: str) -> bool:
+    return name in JUNK_NAMES or name.startswith("._")
+
+
+# --- safe unpacking ---------------------------------------------------------------------------------
+
+def _check_member_name(name: str, archive: str) -> PurePosixPath:
+    """Refuse absolute names and names with '..'; return the normalized relative path."""
+    posix = name.replace("\\", "/")
+    path = PurePosixPath(posix)
+    if posix.startswith("/") or (len(posix) > 1 and posix[1] == ":"):
+        raise LayoutError(f"{archive}: member {name!r} has an absolute path: refused")
+    if ".." in path.parts:
+        raise LayoutError(f"{archive}: member {name!r} points outside the archive ('..'): refused")
+    parts = [p for p in path.parts if p not in ("", ".")]
+    return PurePosixPath(*parts) if parts else PurePosixPath(".")
+
+
+def _copy_capped(src, dst_path: Path, budget: list[int], archive: str) -> None:
+    """Copy a member's bytes, counting them against the archive's byte budget (headers can lie)."""
+    dst_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(dst_path, "wb") as dst:
+        while True:
+            chunk = src.read(1 << 16)
+            if not chunk:
+                break
+            budget[0] -= len(chunk)
+            if budget[0] < 0:
+                raise LayoutError(f"{archive}: more than {MAX_BYTES // (1024 * 1024)} MB unpacked: refused")
+            dst.write(chunk)
+
+
+def _unpack_zip(archive: Path, dest: Path) -> None:
+    try:
+        zf = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise LayoutError(f"{archive.name} is not a readable zip archive ({exc})") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_FILES:
+            raise LayoutError(f"{archive.name}: more than {MAX_FILES} files: refused")
+        if sum(i.file_size for i in infos) > MAX_BYTES:
+            raise LayoutError(f"{archive.name}: more than {MAX_BYTES // (1024 * 1024)} MB unpacked: refused")
+        budget = [MAX_BYTES]
+        for info in infos:
+            rel = _check_member_name(info.filename, archive.name)
+            mode = info.external_attr >> 16
+            if stat.S_ISLNK(mode):
+                raise LayoutError(f"{archive.name}: member {info.filename!r} is a symbolic link: refused")
+            target = dest / rel
+            if info.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            try:
+                with zf.open(info) as src:
+                    _copy_capped(src, target, budget, archive.name)
+            except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+                raise LayoutError(f"{archive.name} is corrupt: cannot read {info.filename!r} ({exc})") from None
+
+
+def _unpack_tar(archive: Path, dest: Path) -> None:
+    try:
+        tf = tarfile.open(archive, "r:*")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise LayoutError(f"{archive.name} is not a readable tar archive ({exc})") from None
+    with tf:
+        try:
+            members = tf.getmembers()
+        except (tarfile.TarError, OSError, EOFError) as exc:
+            raise LayoutError(f"{archive.name} is corrupt ({exc})") from None
+        if len(members) > MAX_FILES:
+            raise LayoutError(f"{archive.name}: more than {MAX_FILES} files: refused")
+        if sum(m.size for m in members if m.isfile()) > MAX_BYTES:
+            raise LayoutError(f"{archive.name}: more than {MAX_BYTES // (1024 * 1024)} MB unpacked: refused")
+        budget = [MAX_BYTES]
+        for m in members:
+            rel = _check_member_name(m.name, archive.name)
+            if m.issym() or m.islnk():
+                link = PurePosixPath(m.linkname.replace("\\", "/"))
+                base = rel.parent if m.issym() else PurePosixPath(".")
+                resolved = os.path.normpath(str(base / link))
+                if link.is_absolute() or resolved == ".." or resolved.startswith("../"):
+                    raise LayoutError(f"{archive.name}: member {m.name!r} is a link that leaves the archive "
+                                      f"({m.linkname}): refused")
+                # links inside the archive carry nothing the layout needs: skip them
+                continue
+            if m.isdir():
+                (dest / rel).mkdir(parents=True, exist_ok=True)
+                continue
+            if not m.isfile():
+                raise LayoutError(f"{archive.name}: member {m.name!r} is not a regular file: refused")
+            try:
+                src = tf.extractfile(m)
+                if src is None:
+                    raise LayoutError(f"{archive.name} is corrupt: cannot read {m.name!r}")
+                with src:
+                    _copy_capped(src, dest / rel, budget, archive.name)
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise LayoutError(f"{archive.name} is corrupt: cannot read {m.name!r} ({exc})") from None
+
+
+def unpack(archive: Path, dest: Path) -> None:
+    """Unpack a .zip or .tar(.gz) into dest, refusing anything that could escape it."""
+    lower = archive.name.lower()
+    if lower.endswith(".zip"):
+        _unpack_zip(archive, dest)
+    elif lower.endswith((".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")):
+        _unpack_tar(archive, dest)
+    else:
+        raise LayoutError(f"{archive.name}: unsupported archive type: submit a folder, a .zip or a .tar.gz")
+
+
+# --- layout -----------------------------------------------------------------------------------------
+
+def _walk(root: Path) -> list[Path]:
+    """Every file and folder under root (relative), junk skipped, links not followed."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not _is_junk(d))
+        rel_dir = Path(dirpath).relative_to(root)
+        for d in dirnames:
+            found.append(rel_dir / d)
+        for f in sorted(filenames):
+            if not _is_junk(f):
+                found.append(rel_dir / f)
+        if len(found) > MAX_FILES:
+            raise LayoutError(f"the submission has more than {MAX_FILES} files: refused")
+    return found
+
+
+def _check_links(root: Path, entries: list[Path]) -> None:
+    real_root = root.resolve()
+    for rel in entries:
+        p = root / rel
+        if p.is_symlink():
+            target = p.resolve()
+            if target != real_root and real_root not in target.parents:
+                raise LayoutError(f"{rel.as_posix()} is a link that leaves the submission: refused")
+
+
+def _where(rel: Path) -> str:
+    parent = rel.parent.as_posix()
+    return "at the top level" if parent == "." else f"in {parent}/"
+
+
+def _norm(name: str) -> str:
+    stem = name.lower()
+    for suffix in (".cu", ".cpp", ".cc", ".c", ".cuh"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    return "".join(ch for ch in stem if ch.isalnum())
+
+
+_NORMALIZED_SLOTS = {_norm(f): f for f in SLOT_FILES.values()}
+
+
+def near_miss(name: str) -> str | None:
+    """The slot file a wrongly named file was probably meant to be (HillisSteele.cu, blelloch.CU...)."""
+    if name in SLOT_FILES.values():
+        return None
+    key = _norm(name)
+    if key in _NORMALIZED_SLOTS:
+        return _NORMALIZED_SLOTS[key]
+    close = difflib.get_close_matches(key, list(_NORMALIZED_SLOTS), n=1, cutoff=0.8)
+    return _NORMALIZED_SLOTS[close[0]] if close else None
+
+
+def _find_root(top: Path, entries: list[Path]) -> Path:
+    """The folder that contains student/ (top itself or its single top-level folder), or LayoutError."""
+    archives = [e for e in entries if (top / e).is_file() and is_archive_name(e.name)]
+    if archives:
+        raise LayoutError(f"found {archives[0].as_posix()} inside the submission: "
+                          "upload the archive itself or its unpacked folder")
+    if (top / "student").is_dir() and not (top / "student").is_symlink():
+        return top
+    top_dirs = [e for e in entries if len(e.parts) == 1 and (top / e).is_dir()]
+    if len(top_dirs) == 1 and (top / top_dirs[0] / "student").is_dir():
+        return top / top_dirs[0]
+
+    if not entries:
+        raise LayoutError("the submission is empty")
+    # a folder named like student/ in the wrong case, or student/ nested too deep
+    for e in entries:
+        if (top / e).is_dir() and e.name.lower() == "student":
+            if e.name != "student":
+                raise LayoutError(f"found {e.as_posix()}/: the folder must be named student/ (lower case)")
+            raise LayoutError(f"found student/ at {e.as_posix()}: submit the folder that contains student/")
+    cu = [e for e in entries if (top / e).is_file() and e.suffix.lower() in (".cu", ".cuh")]
+    if cu:
+        raise LayoutError(f"found {cu[0].name} {_where(cu[0])}: put your files in student/")
+    files = [e.as_posix() for e in entries if (top / e).is_file()]
+    if not files:
+        raise LayoutError("the submission is empty (folders only, no files)")
+    shown = ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
+    raise LayoutError(f"no student/ folder and no .cu files in the submission (found: {shown}): "
+                      f"put {EXPECTED} in a folder named student/")
+
+
+def _scan_student_dir(sub: Submission) -> None:
+    student = sub.student_dir
+    assert student is not None
+    cu_files = sorted(p for p in student.iterdir()
+                      if p.is_file() and not _is_junk(p.name) and p.suffix.lower() == ".cu")
+    wrong: list[str] = []
+    others: list[Path] = []
+    for p in cu_files:
+        slot = next((s for s, f in SLOT_FILES.items() if f == p.name), None)
+        if slot is not None:
+            sub.slot_files[slot] = p
+        elif near_miss(p.name) is not None or p.suffix != ".cu":
+            wrong.append(p.name)
+        else:
+            others.append(p)
+    if wrong:
+        raise LayoutError(f"student/{wrong[0]} is not a slot file: expected one of {EXPECTED}"
+                          + (f" (did you mean {near_miss(wrong[0])}?)" if near_miss(wrong[0]) else ""))
+    if others and not sub.slot_files:
+        raise LayoutError(f"student/{others[0].name} is not a slot file: expected one of {EXPECTED}")
+    if not cu_files:
+        deeper = sorted(p.relative_to(student).as_posix() for p in student.rglob("*.cu"))
+        if deeper:
+            raise LayoutError(f"found student/{deeper[0]}: put the slot files directly in student/, "
+                              f"expected one of {EXPECTED}")
+        raise LayoutError(f"student/ has no .cu files: expected one of {EXPECTED}")
+    sub.helper_files = others
+    for p in others:
+        sub.notes.append(f"student/{p.name} is compiled as a helper file (not a slot)")
+    sub.missing_slots = [s for s in SLOTS if s not in sub.slot_files]
+    for s in sub.missing_slots:
+        sub.notes.append(f"student/{SLOT_FILES[s]} is missing: {s} is graded as not implemented")
+    for p in sorted(student.rglob("*.cu")):
+        if p.parent != student:
+            sub.notes.append(f"student/{p.relative_to(student).as_posix()} is not compiled "
+                             "(only .cu files directly in student/ are)")
+
+
+def load_submission(path: Path, workdir: Path | None = None) -> Submission:
+    """Resolve a submission. Archives are unpacked into a private folder (under workdir if given)
+    that Submission.cleanup() removes. Never raises LayoutError: it is returned in layout_error."""
+    path = Path(path)
+    sub = Submission(name=submission_name(path.resolve() if path.is_dir() else path), source=path)
+    try:
+        if not path.exists():
+            raise LayoutError(f"{path} does not exist")
+        if path.is_dir():
+            top = path.resolve()
+        elif is_archive_name(path.name):
+            sub.workdir = Path(tempfile.mkdtemp(prefix="scangrade-sub-", dir=workdir))
+            os.chmod(sub.workdir, 0o700)
+            top = sub.workdir / "unpacked"
+            top.mkdir()
+            unpack(path, top)
+        else:
+            raise LayoutError(f"{path.name} is neither a folder nor a .zip/.tar.gz archive")
+        entries = _walk(top)
+        _check_links(top, entries)
+        sub.root = _find_root(top, entries)
+        sub.student_dir = sub.root / "student"
+        if sub.root != top:
+            sub.notes.append(f"used {sub.root.relative_to(top).as_posix()}/student (one folder down)")
+        _scan_student_dir(sub)
+    except LayoutError as exc:
+        sub.layout_error = str(exc)
+        sub.student_dir = None
+        sub.slot_files = {}
+        sub.helper_files = []
+    return sub
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog="Exit status: 0 usable, 1 layout error.")
+    parser.add_argument("submission", type=Path, help="a folder, .zip or .tar.gz")
+    args = parser.parse_args(argv)
+    with load_submission(args.submission) as sub:
+        if sub.layout_error:
+            print(f"layout error: {sub.layout_error}", file=sys.stderr)
+            return 1
+        print(f"submission {sub.name}: student/ at {sub.student_dir}")
+        for slot in SLOTS:
+            print(f"  {slot:14} {'present' if slot in sub.slot_files else 'MISSING'}")
+        for note in sub.notes:
+            print(f"  note: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
