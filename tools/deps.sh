@@ -9,6 +9,7 @@ have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/local/include/$1" ] || [ 
 have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
 have_header gtest/gtest.h || missing+=(libgtest-dev)
 command -v cmake >/dev/null || missing+=(cmake)
+have_header boost/context/fiber.hpp || missing+=(libboost-context-dev)  # the CPU emulation backend
 
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "deps: nvcc not found: install the CUDA toolkit (12.x or 13.x) and put its bin/ on PATH" >&2

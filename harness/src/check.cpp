@@ -175,6 +175,7 @@ Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<doub
   if (run.not_implemented)
     return {Status::NotImplemented, std::string(student_file(c.slot)) + " still calls not_implemented()"};
   if (!run.error.empty()) return {Status::Crash, case_heading(c) + ": " + run.error};
+  if (!run.race.empty()) return {Status::Race, case_heading(c) + ": " + run.race};
   if (run.output.size() != c.n || run.input_after.size() != c.n)
     return {Status::InternalError, case_heading(c) + ": the run record is incomplete (please report)"};
 

@@ -101,6 +101,9 @@ std::optional<std::string> device_unavailable() {
 
 std::string device_description() {
   if (auto why = device_unavailable()) return "none (" + *why + ")";
+#ifdef SCANGRADE_EMULATED
+  return "the CPU emulation backend (emulated: no timings)";
+#else
   int device = 0, driver = 0, runtime = 0;
   cudaGetDevice(&device);
   cudaDeviceProp prop{};
@@ -110,6 +113,7 @@ std::string device_description() {
   return std::string(prop.name) + ", sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", driver " +
          std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ", runtime " +
          std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
+#endif
 }
 
 template <typename T>

@@ -4,6 +4,8 @@
 //   scangrade_student_test [--suite=FILE] [gtest flags]     (`make test`)
 //   scangrade_selftest     [--suite=FILE] [gtest flags]     (`make check`: the reference)
 // The suite defaults to testcases/public.json; SCANGRADE_SUITE also sets it.
+// Built twice: for the GPU, and for the CPU emulation backend (SCANGRADE_EMULATED, the *_emu
+// binaries), where each case runs in a forked child under several thread orders.
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -17,6 +19,9 @@
 #include "scangrade/inputs.h"
 #include "scangrade/oracle.h"
 #include "scangrade/suite.h"
+#ifdef SCANGRADE_EMULATED
+#include "scangrade/emulated_run.h"
+#endif
 
 namespace scangrade::testing {
 
@@ -26,6 +31,11 @@ Implementation implementation_under_test();
 namespace {
 
 std::string g_suite_path = SCANGRADE_DEFAULT_SUITE;
+#ifdef SCANGRADE_EMULATED
+constexpr bool kEmulated = true;
+#else
+constexpr bool kEmulated = false;
+#endif
 
 /// A test's parameter: a suite row, or a placeholder that explains why the slot has no rows.
 struct KernelParam {
@@ -86,7 +96,8 @@ class SummaryPrinter : public ::testing::EmptyTestEventListener {
     }
   }
   void OnTestProgramEnd(const ::testing::UnitTest&) override {
-    std::cout << "\nScanGrade summary: " << implementation().name << " on " << device_description() << "\n";
+    std::cout << "\nScanGrade summary: " << implementation().name << " on "
+              << (kEmulated ? "the CPU emulation backend (emulated: no timings)" : device_description()) << "\n";
     std::cout << std::left << std::setw(15) << "slot" << std::setw(32) << "int32" << "float32\n";
     for (Slot slot : kAllSlots) {
       std::cout << std::setw(15) << name(slot);
@@ -164,6 +175,27 @@ std::string param_name(const ::testing::TestParamInfo<KernelParam>& info) { retu
 
 std::string g_broken_by;  // the case that left the CUDA context unusable, if any
 
+#ifdef SCANGRADE_EMULATED
+/// Emulated: the case runs in a forked child (a spinning kernel or a segfault costs only this
+/// case) under several thread orders (emulated_run.h).
+template <typename T>
+Verdict run_case(const Case& c) {
+  const std::vector<T> input = make_input<T>(c);
+  const std::vector<double> expected = oracle_scan(input, c.kind);
+  const ScanFn<T> fn = implementation().get<T>(c.slot, c.kind);
+  const Isolated child = run_isolated(
+      [&] {
+        const Verdict v = judge(c, input, expected, run_emulated(fn, input));
+        return std::string(name(v.status)) + "\n" + v.message;
+      },
+      emulated_deadline_s(c.n));
+  if (!child.finished) return {child.status, c.id + ": " + child.message};
+  const auto split = child.payload.find('\n');
+  const std::optional<Status> status = parse_status(child.payload.substr(0, split));
+  if (!status) return {Status::InternalError, c.id + ": unreadable result from the test child: " + child.payload};
+  return {*status, split == std::string::npos ? "" : child.payload.substr(split + 1)};
+}
+#else
 template <typename T>
 Verdict run_case(const Case& c) {
   const std::vector<T> input = make_input<T>(c);
@@ -172,6 +204,7 @@ Verdict run_case(const Case& c) {
   if (run.context_broken) g_broken_by = c.id;
   return judge(c, input, expected, run);
 }
+#endif
 
 class Kernel : public ::testing::TestWithParam<KernelParam> {};
 
@@ -179,12 +212,20 @@ TEST_P(Kernel, Case) {
   const KernelParam& p = GetParam();
   if (p.placeholder == "suite_error") FAIL() << "cannot load the suite: " << p.detail;
   if (p.placeholder.find("not_implemented") != std::string::npos) GTEST_SKIP() << "NOT IMPLEMENTED: " << p.detail;
-  if (const auto why = device_unavailable()) GTEST_SKIP() << "GPU test skipped: " << *why;
+  if (const auto why = device_unavailable()) {
+    const char* backend = std::getenv("SCANGRADE_BACKEND");
+    if (backend && std::string(backend) == "gpu") FAIL() << "SCANGRADE_BACKEND=gpu insists on a GPU, but: " << *why;
+    GTEST_SKIP() << "GPU test skipped: " << *why << " (make test uses the emulation backend then)";
+  }
   if (!g_broken_by.empty())
     GTEST_SKIP() << "not run: case " << g_broken_by
                  << " left the CUDA context unusable (a sticky error such as an illegal address); fix that case first";
 
   const Case& c = p.c;
+#ifdef SCANGRADE_EMULATED
+  if (c.n > kEmulationMaxN)
+    GTEST_SKIP() << "n = " << c.n << " is above the emulation cap of 2^22 + 1 elements: this case runs on a GPU only";
+#endif
   const Verdict v = c.dtype == DType::Int32 ? run_case<std::int32_t>(c) : run_case<float>(c);
   if (v.status == Status::NotImplemented) GTEST_SKIP() << "NOT IMPLEMENTED: " << v.message;
   if (v.status != Status::Pass) FAIL() << name(v.status) << ": " << v.message;
@@ -207,6 +248,9 @@ int main(int argc, char** argv) {
     if (arg.rfind("--suite=", 0) == 0) scangrade::testing::g_suite_path = arg.substr(8);
   }
   ::testing::InitGoogleTest(&argc, argv);
+  if (scangrade::testing::kEmulated)
+    std::cout << "ScanGrade: running the kernels on the CPU emulation backend (no GPU used; results are labelled "
+                 "emulated, sizes above 2^22 + 1 are skipped)\n";
   ::testing::UnitTest::GetInstance()->listeners().Append(new scangrade::testing::SummaryPrinter);
   return RUN_ALL_TESTS();
 }

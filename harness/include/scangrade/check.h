@@ -34,6 +34,7 @@ struct RunRecord {
   bool not_implemented = false;
   std::string error;               // exception text or CUDA error; non-empty means Crash
   bool context_broken = false;     // a sticky CUDA error: the process cannot run more cases
+  std::string race;                // non-empty: results differ between thread orders (emulation)
   std::vector<T> output;           // d_out[0..n)
   std::vector<T> guard_before;     // kGuardElements right before d_out
   std::vector<T> guard_after;      // kGuardElements right after d_out[n-1]
@@ -61,7 +62,7 @@ Comparison compare_output(const std::vector<T>& input, ScanKind kind, const std:
 /// "element 1500: block 0, thread 750 (warp 23, lane 14) with 2 elements per thread".
 std::string element_coordinates(Slot slot, std::size_t index);
 
-/// The whole verdict. Order of precedence: not_implemented, crash, out_of_bounds_write,
+/// The whole verdict. Order of precedence: not_implemented, crash, race, out_of_bounds_write,
 /// input_modified, fail, leak, pass.
 template <typename T>
 Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,

@@ -1,0 +1,39 @@
+// Running a slot on the CPU emulation backend (harness/emulation): thread orders reveal races, a
+// forked child with a deadline contains hangs and crashes. Compiled into emulated builds only.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "scangrade/device_run.h"
+
+namespace scangrade {
+
+/// Largest n run emulated: 2048^2 + 1, the first size that needs a third level of block sums.
+/// Larger cases are skipped with this reason and run on a GPU only.
+inline constexpr std::size_t kEmulationMaxN = (std::size_t{1} << 22) + 1;
+/// Up to this n a case runs under forward, reverse and random thread orders; above, forward only
+/// (races show at small sizes, and three orders of a large case cost seconds).
+inline constexpr std::size_t kThreadOrdersMaxN = std::size_t{1} << 16;
+
+/// run_on_device under each thread order; RunRecord::race says where the outputs differ.
+template <typename T>
+RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input);
+
+/// What came back from a forked child.
+struct Isolated {
+  bool finished = false;  // the child ran `body` to the end
+  std::string payload;    // what body returned (when finished)
+  Status status = Status::Pass;  // Timeout or Crash when not finished
+  std::string message;
+};
+
+/// Runs body() in a forked child with a deadline; the child's return value comes back through a
+/// pipe. A child that runs past the deadline is killed (Timeout); one that dies is a Crash.
+Isolated run_isolated(const std::function<std::string()>& body, double timeout_s);
+
+/// The default deadline of an emulated case: 20 s + 3 us per element.
+double emulated_deadline_s(std::size_t n);
+
+}  // namespace scangrade

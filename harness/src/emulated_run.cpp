@@ -1,0 +1,136 @@
+// Thread orders and fork isolation on the emulation backend (emulated_run.h).
+#include "scangrade/emulated_run.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <sstream>
+
+#include "scangrade/emu.h"
+
+namespace scangrade {
+namespace {
+
+constexpr std::uint64_t kRandomOrderSeed = 20261122;
+
+template <typename T>
+std::string first_difference(const RunRecord<T>& a, const RunRecord<T>& b, const char* name_a, const char* name_b) {
+  const auto differs = [](const std::vector<T>& x, const std::vector<T>& y, std::size_t& at) {
+    for (at = 0; at < x.size() && at < y.size(); ++at)
+      if (to_bits(x[at]) != to_bits(y[at])) return true;
+    return x.size() != y.size();
+  };
+  std::size_t at = 0;
+  std::ostringstream out;
+  if (a.error != b.error) {
+    out << "the run fails under one thread order only (" << name_a << ": " << (a.error.empty() ? "ok" : a.error)
+        << "; " << name_b << ": " << (b.error.empty() ? "ok" : b.error) << ")";
+  } else if (differs(a.output, b.output, at)) {
+    out << "out[" << at << "] is " << +a.output[at] << " when the block's threads run in " << name_a << " order but "
+        << +b.output[at] << " in " << name_b << " order";
+  } else if (differs(a.input_after, b.input_after, at) || differs(a.guard_after, b.guard_after, at) ||
+             differs(a.guard_before, b.guard_before, at)) {
+    out << "what the slot writes outside d_out depends on the thread order (" << name_a << " vs " << name_b << ")";
+  } else {
+    return "";
+  }
+  out << ": the result depends on thread scheduling, a data race (a thread reads shared memory that another writes "
+         "with no barrier between them: add __syncthreads()/__syncwarp() or double-buffer)";
+  return out.str();
+}
+
+}  // namespace
+
+template <typename T>
+RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input) {
+  using emu::ThreadOrder;
+  emu::set_thread_order(ThreadOrder::Forward);
+  RunRecord<T> forward = run_on_device(fn, input);
+  if (!forward.error.empty() && *emu::last_diagnostic()) forward.error += "\n  " + std::string(emu::last_diagnostic());
+  if (input.size() <= kThreadOrdersMaxN && !forward.not_implemented) {
+    for (const ThreadOrder order : {ThreadOrder::Reverse, ThreadOrder::Random}) {
+      emu::clear_error();
+      emu::set_thread_order(order, kRandomOrderSeed);
+      const RunRecord<T> other = run_on_device(fn, input);
+      forward.race = first_difference(forward, other, "forward", emu::to_string(order));
+      if (!forward.race.empty()) break;
+    }
+    emu::set_thread_order(ThreadOrder::Forward);
+  }
+  return forward;
+}
+
+template RunRecord<std::int32_t> run_emulated<std::int32_t>(const ScanFn<std::int32_t>&,
+                                                            const std::vector<std::int32_t>&);
+template RunRecord<float> run_emulated<float>(const ScanFn<float>&, const std::vector<float>&);
+
+double emulated_deadline_s(std::size_t n) { return 20.0 + 3e-6 * static_cast<double>(n); }
+
+Isolated run_isolated(const std::function<std::string()>& body, double timeout_s) {
+  Isolated result;
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(fds[0]);
+    std::string payload;
+    try {
+      payload = body();
+    } catch (const std::exception& e) {
+      payload = std::string("\x01") + e.what();
+    }
+    for (std::size_t done = 0; done < payload.size();) {
+      const ssize_t w = write(fds[1], payload.data() + done, payload.size() - done);
+      if (w <= 0) _exit(3);
+      done += static_cast<std::size_t>(w);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  std::string payload;
+  bool timed_out = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) == 0) continue;
+    char buf[65536];
+    const ssize_t r = read(fds[0], buf, sizeof buf);
+    if (r <= 0) break;
+    payload.append(buf, static_cast<std::size_t>(r));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  if (timed_out) {
+    result.status = Status::Timeout;
+    std::ostringstream msg;
+    msg << "no result within " << timeout_s << " s: the kernel may spin forever (e.g. waiting for a flag that no "
+        << "earlier block sets)";
+    result.message = msg.str();
+  } else if (WIFSIGNALED(wstatus)) {
+    result.status = Status::Crash;
+    result.message = std::string("the process died: signal ") + std::to_string(WTERMSIG(wstatus)) + " (" +
+                     strsignal(WTERMSIG(wstatus)) + ")";
+  } else if (WEXITSTATUS(wstatus) != 0) {
+    result.status = Status::Crash;
+    result.message = "the process exited with code " + std::to_string(WEXITSTATUS(wstatus));
+  } else {
+    result.finished = true;
+    result.payload = std::move(payload);
+  }
+  return result;
+}
+
+}  // namespace scangrade
