@@ -195,7 +195,7 @@ class BuildResult:
     failed_slots: list[str] = field(default_factory=list)
     seconds: float = 0.0
     worker: Path | None = None          # the linked worker, None when nothing linked
-    notes: list[str] = field(default_factory=list)
+    harness_errors: list[str] = field(default_factory=list)  # the toolchain, not the submission, failed
 
     def to_json(self) -> dict:
         return {"status": self.status, "log": self.log, "warnings": self.warnings,
@@ -331,7 +331,7 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
         # the harness's own stub did not compile: the toolchain is broken, not the submission
         sections.append("".join(f"== {u.display} (generated) did not compile: harness problem ==\n"
                                 f"{u.run.output if u.run else ''}" for u in stub_failures))
-        result.notes.append("a generated stub did not compile: the toolchain is broken (internal error)")
+        result.harness_errors.append("a generated stub did not compile: the toolchain is broken (internal error)")
         result.log = trim_log(sections)
         result.seconds = time.monotonic() - start
         result.write(out / "build.json")
@@ -355,7 +355,7 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
         _compile_all(recipe, extra, include_dir, root, jobs, timeout)
         stubs.update({u.slot: u for u in extra})
         if any(not u.ok for u in extra):
-            result.notes.append("a generated stub did not compile: the toolchain is broken (internal error)")
+            result.harness_errors.append("a generated stub did not compile: the toolchain is broken (internal error)")
             good_alone: set[str] = set()
         else:
             good_alone = {s for s in good
@@ -369,7 +369,7 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
         result.status = "compile_error" if result.failed_slots else "ok"
         if not link_run.ok:
             sections.append(f"== link with stubs only failed: harness problem ==\n{link_run.output}")
-            result.notes.append("the worker does not link even with stubs: the toolchain is broken")
+            result.harness_errors.append("the worker does not link even with stubs: the toolchain is broken")
     if link_run.ok and worker.exists():
         result.worker = worker
     result.log = trim_log(sections)
