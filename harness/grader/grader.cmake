@@ -1,0 +1,95 @@
+# The grader: scangrade_judge (never links student code, nor the CUDA runtime) and the workers that
+# run the student's slots. Included at the end of the top-level CMakeLists.txt.
+set(SCANGRADE_GRADER_DIR "${CMAKE_SOURCE_DIR}/harness/grader")
+
+# --- worker ---------------------------------------------------------------------------------------
+# The alloc tracker as objects: compiled into every worker (its cudaMalloc/cudaFree must win over the
+# shared runtime's) and named in toolchain.json for submissions linked without CMake.
+add_library(scangrade_alloc_tracker_obj OBJECT ${SCANGRADE_ALLOC_TRACKER})
+target_link_libraries(scangrade_alloc_tracker_obj PRIVATE scangrade_core CUDA::cudart)
+
+# Worker main + protocol + timing. Linked with ONE implementation of scangrade::student::* it is a
+# worker. SCANGRADE_WORKER_TIMING: the "time" mode (reference, CUB, events); off for the CPU
+# emulation backend, which compiles worker_main.cpp with the host compiler.
+add_library(scangrade_worker_main STATIC
+  ${SCANGRADE_GRADER_DIR}/worker_main.cpp
+  ${SCANGRADE_GRADER_DIR}/worker_timing.cpp)
+target_compile_definitions(scangrade_worker_main PRIVATE SCANGRADE_WORKER_TIMING=1)
+target_link_libraries(scangrade_worker_main
+  PUBLIC scangrade_device scangrade_reference CUDA::cudart ${CMAKE_DL_LIBS}
+  PRIVATE nlohmann_json::nlohmann_json)
+
+# scangrade_add_worker(NAME <libraries or sources that define scangrade::student::*>...)
+function(scangrade_add_worker NAME)
+  add_executable(${NAME} $<TARGET_OBJECTS:scangrade_alloc_tracker_obj>)
+  set_target_properties(${NAME} PROPERTIES LINKER_LANGUAGE CXX)
+  target_link_libraries(${NAME} PRIVATE scangrade_worker_main ${ARGN})
+endfunction()
+
+# The repository's student/ folder, and the reference solutions bound as the student.
+scangrade_add_worker(scangrade_worker_student scangrade_student)
+add_library(scangrade_reference_as_student STATIC ${SCANGRADE_GRADER_DIR}/reference_as_student.cpp)
+target_link_libraries(scangrade_reference_as_student PUBLIC scangrade_reference)
+scangrade_add_worker(scangrade_worker_reference scangrade_reference_as_student)
+
+# --- judge ----------------------------------------------------------------------------------------
+add_library(scangrade_judge_lib STATIC
+  ${SCANGRADE_GRADER_DIR}/sha256.cpp
+  ${SCANGRADE_GRADER_DIR}/sanitizer_xml.cpp
+  ${SCANGRADE_GRADER_DIR}/scoring.cpp
+  ${SCANGRADE_GRADER_DIR}/process.cpp
+  ${SCANGRADE_GRADER_DIR}/judge.cpp)
+target_include_directories(scangrade_judge_lib PUBLIC ${SCANGRADE_GRADER_DIR})
+target_link_libraries(scangrade_judge_lib PUBLIC scangrade_core nlohmann_json::nlohmann_json)
+target_compile_definitions(scangrade_judge_lib PRIVATE SCANGRADE_VERSION="${PROJECT_VERSION}")
+add_executable(scangrade_judge ${SCANGRADE_GRADER_DIR}/judge_main.cpp)
+target_link_libraries(scangrade_judge PRIVATE scangrade_judge_lib)
+
+# --- toolchain.json: compiling and linking a submission without CMake ---------------------------
+# cuda_flags: compile each student .cu with  nvcc <cuda_flags> -I<student dir> -c FILE -o FILE.o
+# link:       <cxx> -o worker <student .o files> <link...>   (the pieces are in link order)
+set(scangrade_gencode "")
+foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
+  string(REGEX REPLACE "-(real|virtual)$" "" num "${arch}")
+  if(arch MATCHES "-virtual$")
+    list(APPEND scangrade_gencode "\"-gencode\", \"arch=compute_${num},code=compute_${num}\"")
+  elseif(arch MATCHES "-real$")
+    list(APPEND scangrade_gencode "\"-gencode\", \"arch=compute_${num},code=sm_${num}\"")
+  else()
+    list(APPEND scangrade_gencode "\"-gencode\", \"arch=compute_${num},code=[sm_${num},compute_${num}]\"")
+  endif()
+endforeach()
+list(JOIN scangrade_gencode ", " scangrade_gencode)
+set(scangrade_cuda_libdir "${CUDAToolkit_LIBRARY_DIR}")
+file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
+  \"version\": \"${PROJECT_VERSION}\",
+  \"nvcc\": \"${CMAKE_CUDA_COMPILER}\",
+  \"cxx\": \"${CMAKE_CXX_COMPILER}\",
+  \"cuda_flags\": [\"-std=c++17\", \"-O3\", \"-lineinfo\", ${scangrade_gencode}, \"-I${CMAKE_SOURCE_DIR}/harness/include\"],
+  \"link\": [\"$<JOIN:$<TARGET_OBJECTS:scangrade_alloc_tracker_obj>,\", \">\", \"$<TARGET_FILE:scangrade_worker_main>\", \"$<TARGET_FILE:scangrade_device>\", \"$<TARGET_FILE:scangrade_reference>\", \"$<TARGET_FILE:scangrade_core>\", \"-L${scangrade_cuda_libdir}\", \"-Wl,-rpath,${scangrade_cuda_libdir}\", \"-lcudart\", \"-ldl\", \"-lpthread\", \"-lrt\"],
+  \"judge\": \"$<TARGET_FILE:scangrade_judge>\",
+  \"reference_worker\": \"$<TARGET_FILE:scangrade_worker_reference>\",
+  \"student_worker\": \"$<TARGET_FILE:scangrade_worker_student>\"
+}
+")
+
+# --- tests ----------------------------------------------------------------------------------------
+if(SCANGRADE_BUILD_TESTS)
+  add_executable(scangrade_fake_worker ${SCANGRADE_GRADER_DIR}/tests/fake_worker.cpp)
+  target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_GRADER_DIR})
+  target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
+
+  add_executable(scangrade_grader_tests
+    ${SCANGRADE_GRADER_DIR}/tests/test_units.cpp
+    ${SCANGRADE_GRADER_DIR}/tests/test_judge.cpp
+    ${SCANGRADE_GRADER_DIR}/tests/test_toolchain.cpp)
+  target_link_libraries(scangrade_grader_tests PRIVATE scangrade_judge_lib GTest::gtest_main)
+  target_compile_definitions(scangrade_grader_tests PRIVATE
+    SCANGRADE_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
+    SCANGRADE_BINARY_DIR="${CMAKE_BINARY_DIR}"
+    SCANGRADE_JUDGE="$<TARGET_FILE:scangrade_judge>"
+    SCANGRADE_FAKE_WORKER="$<TARGET_FILE:scangrade_fake_worker>"
+    SCANGRADE_REFERENCE_WORKER="$<TARGET_FILE:scangrade_worker_reference>")
+  add_dependencies(scangrade_grader_tests scangrade_judge scangrade_fake_worker scangrade_worker_reference)
+  gtest_discover_tests(scangrade_grader_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
+endif()

@@ -1,0 +1,222 @@
+// The grader's worker: the only process that links the student's code. It runs one slot call per
+// command from the judge (scangrade_judge) and replies on fd 3. Protocol: protocol.h.
+//
+//   worker --channel DIR
+//
+// Linked with one implementation of scangrade::student::* (the student's objects, or
+// reference_as_student.cpp) and harness/src/alloc_tracker.cpp. Only CUDA runtime API calls here, so
+// that the same file also builds against the CPU emulation backend (without SCANGRADE_WORKER_TIMING).
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cuda_runtime.h>
+#include <nlohmann/json.hpp>
+
+#include "protocol.h"
+#include "scangrade/device_run.h"
+#include "scangrade/implementation.h"
+#include "worker_timing.h"
+
+SCANGRADE_IMPLEMENTATION(scangrade_worker_binding, "student", scangrade::student)
+
+namespace scangrade::grader {
+namespace {
+
+using nlohmann::json;
+
+int g_reply_fd = -1;
+
+void reply(const json& j) {
+  // replace: a student's exception text need not be UTF-8
+  write_line(g_reply_fd, j.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+json hello() {
+  json h = {{"hello", 1}, {"device", ""}, {"driver", ""}, {"cuda_runtime", ""}, {"error", ""}};
+  if (const auto why = device_unavailable()) {
+    h["error"] = *why;
+    return h;
+  }
+  h["device"] = device_description();
+#ifdef SCANGRADE_EMULATION
+  h["cuda_runtime"] = "emulated (CUDART_VERSION " + std::to_string(CUDART_VERSION) + ")";
+#else
+  int driver = 0, runtime = 0;
+  if (cudaDriverGetVersion(&driver) == cudaSuccess) h["driver"] = version_text(driver);
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) h["cuda_runtime"] = version_text(runtime);
+#endif
+  return h;
+}
+
+/// A command the judge sent; throws std::runtime_error when it is malformed (a harness fault).
+struct Command {
+  std::uint64_t k = 0;
+  std::string nonce, mode;
+  Slot slot = Slot::HillisSteele;
+  DType dtype = DType::Int32;
+  ScanKind kind = ScanKind::Inclusive;
+  std::uint64_t n = 0;
+};
+
+Command parse_command(const std::string& line) {
+  const json j = json::parse(line);
+  Command c;
+  c.k = j.at("k").get<std::uint64_t>();
+  c.nonce = j.at("nonce").get<std::string>();
+  c.mode = j.at("mode").get<std::string>();
+  const auto slot = parse_slot(j.at("slot").get<std::string>());
+  const auto dtype = parse_dtype(j.at("dtype").get<std::string>());
+  const auto kind = parse_kind(j.at("kind").get<std::string>());
+  if (!slot || !dtype || !kind) throw std::runtime_error("unknown slot, dtype or kind in command: " + line);
+  c.slot = *slot;
+  c.dtype = *dtype;
+  c.kind = *kind;
+  c.n = j.at("n").get<std::uint64_t>();
+  return c;
+}
+
+template <typename T>
+std::vector<T> read_input(const std::string& dir, const Command& c) {
+  const auto data = read_file(input_path(dir, c.k));
+  if (!data) throw std::runtime_error("cannot read " + input_path(dir, c.k));
+  if (data->size() != c.n * sizeof(T))
+    throw std::runtime_error(input_path(dir, c.k) + " holds " + std::to_string(data->size()) + " bytes, expected " +
+                             std::to_string(c.n * sizeof(T)));
+  std::vector<T> input(c.n);
+  if (c.n) std::memcpy(input.data(), data->data(), data->size());
+  return input;
+}
+
+template <typename T>
+void append(std::string& out, const std::vector<T>& v) {
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+/// mode "check": one guarded call; returns false when this process cannot run more cases.
+template <typename T>
+bool check(const std::string& dir, const Command& c, json& r) {
+  const std::vector<T> input = read_input<T>(dir, c);
+  const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.slot, c.kind);
+  const RunRecord<T> run = run_on_device(fn, input);
+  r["not_implemented"] = run.not_implemented;
+  r["error"] = run.error;
+  r["context_broken"] = run.context_broken;
+  r["leaked_bytes"] = run.leaked_bytes;
+  r["leak_detail"] = run.leak_detail;
+  r["out_bytes"] = 0;
+  if (!run.not_implemented && run.error.empty()) {
+    std::string out;
+    out.reserve(output_bytes(c.n));
+    append(out, run.output);
+    append(out, run.guard_before);
+    append(out, run.guard_after);
+    append(out, run.input_after);
+    const std::string why = write_file_atomic(output_path(dir, c.k), out.data(), out.size());
+    if (!why.empty()) throw std::runtime_error(why);
+    r["out_bytes"] = out.size();
+  }
+  return !run.context_broken;
+}
+
+/// mode "time": the timing object (worker_timing.h); returns false when the context broke.
+template <typename T>
+bool time(const std::string& dir, const Command& c, json& r) {
+  r["timing"] = nullptr;
+  r["context_broken"] = false;
+#ifdef SCANGRADE_WORKER_TIMING
+  const std::vector<T> input = read_input<T>(dir, c);
+  const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.slot, c.kind);
+  try {
+    r["timing"] = time_slot<T>(fn, c.slot, c.kind, input);
+  } catch (const StudentFault& e) {
+    r["error"] = e.what();
+    cudaGetLastError();
+    const bool broken = cudaDeviceSynchronize() != cudaSuccess;
+    r["context_broken"] = broken;
+    return !broken;
+  }
+  return true;
+#else
+  (void)dir;
+  (void)c;
+  r["harness_error"] = "this worker was built without timing (SCANGRADE_WORKER_TIMING)";
+  return true;
+#endif
+}
+
+int serve(const std::string& dir) {
+  const json h = hello();
+  reply(h);
+  if (!h["error"].get<std::string>().empty()) return 0;  // the judge reads the reason from hello
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    json r = {{"k", nullptr}, {"nonce", ""}, {"error", ""}, {"harness_error", ""}, {"context_broken", false}};
+    bool go_on = true;
+    try {
+      const Command c = parse_command(line);
+      r["k"] = c.k;
+      r["nonce"] = c.nonce;
+      const bool f32 = c.dtype == DType::Float32;
+      if (c.mode == "check") {
+        go_on = f32 ? check<float>(dir, c, r) : check<std::int32_t>(dir, c, r);
+      } else if (c.mode == "time") {
+        go_on = f32 ? time<float>(dir, c, r) : time<std::int32_t>(dir, c, r);
+      } else if (c.mode == "orders") {
+        // Hook for the emulation backend's thread-order comparison (added by the integrator).
+        r["harness_error"] = "mode 'orders' is not available in this worker";
+      } else {
+        r["harness_error"] = "unknown mode '" + c.mode + "'";
+      }
+    } catch (const std::exception& e) {
+      r["harness_error"] = std::string("worker: ") + e.what();
+    }
+    reply(r);
+    if (!go_on) return 0;  // a sticky CUDA error: only a fresh process can run more cases
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace scangrade::grader
+
+int main(int argc, char** argv) {
+  std::string dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--channel" && i + 1 < argc) {
+      dir = argv[++i];
+    } else if (arg == "--help" || arg == "-h") {
+      std::printf("usage: %s --channel DIR\n  The grader's worker: started by scangrade_judge, which sends commands on "
+                  "stdin and reads replies on fd 3.\n",
+                  argv[0]);
+      return 0;
+    } else {
+      std::fprintf(stderr, "worker: unknown argument '%s' (usage: --channel DIR)\n", arg.c_str());
+      return 2;
+    }
+  }
+  if (dir.empty()) {
+    std::fprintf(stderr, "worker: --channel DIR is required\n");
+    return 2;
+  }
+  // Move the reply pipe off fd 3 (close-on-exec), so that a stray write(3, ...) by the student's code
+  // fails instead of interleaving with replies.
+  scangrade::grader::g_reply_fd = fcntl(scangrade::grader::kReplyFd, F_DUPFD_CLOEXEC, 100);
+  if (scangrade::grader::g_reply_fd < 0) {
+    std::fprintf(stderr, "worker: fd 3 is not open: this program is started by scangrade_judge\n");
+    return 2;
+  }
+  close(scangrade::grader::kReplyFd);
+  return scangrade::grader::serve(dir);
+}

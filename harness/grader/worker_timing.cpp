@@ -1,0 +1,225 @@
+// Timing mode of the worker (worker_timing.h).
+//
+// Method, the same for the student, the reference, CUB and the copy:
+//   * the pristine input stays on the device; before every repetition it is copied into d_in
+//     (a fresh input each time, whatever the previous call did to its buffers);
+//   * before every repetition the L2 cache is flushed: cudaMemsetAsync over a buffer of
+//     2 x L2 size (nothing of the input or output is left in L2);
+//   * 3 warm-up calls (module load, first-touch allocations, pool growth), not counted;
+//   * each repetition: cudaDeviceSynchronize, CUDA event on the stream, the call, event, then
+//     cudaDeviceSynchronize; the event time is the measurement. A host clock bounded by the two
+//     cudaDeviceSynchronize calls is kept too: when its median exceeds the events' median by more
+//     than 50% and 50 us, the call put work on other streams that the events do not bound, and
+//     the host times are used instead (the method sentence says so);
+//   * stop at >= 10 repetitions once (p75 - p25) / median <= 0.05, or at 200 repetitions, or
+//     after 2 s for this implementation (at least one repetition always).
+#include "worker_timing.h"
+
+#ifdef SCANGRADE_WORKER_TIMING
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "reference.h"
+
+namespace scangrade::grader {
+namespace {
+
+SCANGRADE_IMPLEMENTATION(reference_implementation, "reference", scangrade::reference)
+
+constexpr int kWarmup = 3;
+constexpr int kMinReps = 10;
+constexpr int kMaxReps = 200;
+constexpr double kMaxSpread = 0.05;
+constexpr double kBudgetSeconds = 2.0;
+
+void setup(cudaError_t err, const char* what) {
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string("timing setup failed at ") + what + ": " + cudaGetErrorName(err) + ": " +
+                             cudaGetErrorString(err));
+}
+
+struct Buffer {
+  explicit Buffer(std::size_t bytes) { setup(cudaMalloc(&ptr, bytes ? bytes : 1), "cudaMalloc"); }
+  ~Buffer() { cudaFree(ptr); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* ptr = nullptr;
+};
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+double spread_of(const std::vector<double>& v) {
+  const double median = quantile(v, 0.5);
+  return median > 0 ? (quantile(v, 0.75) - quantile(v, 0.25)) / median : 0.0;
+}
+
+struct Stats {
+  double median_ms = 0, min_ms = 0, max_ms = 0, spread = 0;
+  int reps = 0;
+  bool host_clock = false;  // the host clock was used (work on other streams)
+};
+
+/// Everything the repetitions share: buffers, stream, events.
+class Bench {
+ public:
+  Bench(std::size_t bytes, const void* host_input) : pristine_(bytes), in_(bytes), out_(bytes), flush_(flush_bytes()) {
+    bytes_ = bytes;
+    setup(cudaMemcpy(pristine_.ptr, host_input, bytes, cudaMemcpyHostToDevice), "copying the input");
+    setup(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    setup(cudaEventCreate(&start_), "cudaEventCreate");
+    setup(cudaEventCreate(&stop_), "cudaEventCreate");
+  }
+  ~Bench() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    cudaStreamDestroy(stream_);
+  }
+  std::size_t flush_size() const { return flush_bytes(); }
+
+  /// Measures call(d_in, d_out, stream) with the method above. `student` marks failures as the
+  /// student's.
+  Stats measure(const std::function<void(const void*, void*, cudaStream_t)>& call, bool student) {
+    std::vector<double> event_ms, host_ms;
+    const auto begin = std::chrono::steady_clock::now();
+    const auto elapsed = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    };
+    for (int i = 0;; ++i) {
+      // fresh input, flushed L2
+      setup(cudaMemcpyAsync(in_.ptr, pristine_.ptr, bytes_, cudaMemcpyDeviceToDevice, stream_), "restoring the input");
+      setup(cudaMemsetAsync(flush_.ptr, i & 0xff, flush_bytes(), stream_), "flushing L2");
+      setup(cudaDeviceSynchronize(), "synchronizing before the call");
+      const auto host_start = std::chrono::steady_clock::now();
+      setup(cudaEventRecord(start_, stream_), "cudaEventRecord");
+      try {
+        call(in_.ptr, out_.ptr, stream_);
+      } catch (const std::exception& e) {
+        fail(student, std::string("the call threw an exception: ") + e.what());
+      } catch (...) {
+        fail(student, "the call threw a non-standard exception");
+      }
+      cudaError_t err = cudaEventRecord(stop_, stream_);
+      if (err == cudaSuccess) err = cudaDeviceSynchronize();
+      if (err == cudaSuccess) err = cudaGetLastError();
+      const auto host_stop = std::chrono::steady_clock::now();
+      if (err != cudaSuccess)
+        fail(student, std::string("CUDA error after the call: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+      float ms = 0;
+      setup(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+      if (i < kWarmup) continue;
+      event_ms.push_back(ms);
+      host_ms.push_back(std::chrono::duration<double, std::milli>(host_stop - host_start).count());
+      const int reps = static_cast<int>(event_ms.size());
+      if (reps >= kMaxReps || elapsed() >= kBudgetSeconds) break;
+      if (reps >= kMinReps && spread_of(event_ms) <= kMaxSpread) break;
+    }
+    Stats s;
+    const double event_median = quantile(event_ms, 0.5), host_median = quantile(host_ms, 0.5);
+    s.host_clock = host_median > 1.5 * event_median && host_median - event_median > 0.050;
+    const std::vector<double>& used = s.host_clock ? host_ms : event_ms;
+    s.reps = static_cast<int>(used.size());
+    s.median_ms = quantile(used, 0.5);
+    s.min_ms = *std::min_element(used.begin(), used.end());
+    s.max_ms = *std::max_element(used.begin(), used.end());
+    s.spread = spread_of(used);
+    return s;
+  }
+
+ private:
+  [[noreturn]] static void fail(bool student, const std::string& what) {
+    if (student) throw StudentFault(what);
+    throw std::runtime_error("a baseline failed during timing: " + what);
+  }
+  static std::size_t flush_bytes() {
+    int device = 0, l2 = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+    return 2 * static_cast<std::size_t>(l2 > 0 ? l2 : (32 << 20));
+  }
+
+  Buffer pristine_, in_, out_, flush_;
+  std::size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+std::string format(const char* fmt, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, a);
+  return buf;
+}
+
+}  // namespace
+
+template <typename T>
+nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const std::vector<T>& input) {
+  const std::size_t n = input.size();
+  const std::size_t bytes = n * sizeof(T);
+  Bench bench(bytes, input.data());
+  const ScanFn<T> reference = reference_implementation().get<T>(slot, kind);
+  const auto as = [n](const ScanFn<T>& fn) {
+    return [&fn, n](const void* in, void* out, cudaStream_t s) { fn(static_cast<const T*>(in), static_cast<T*>(out), n, s); };
+  };
+  const Stats mine = bench.measure(as(student), true);
+  const Stats ref = bench.measure(as(reference), false);
+  const Stats cub = bench.measure(
+      [n, kind](const void* in, void* out, cudaStream_t s) {
+        baseline::cub_scan(static_cast<const T*>(in), static_cast<T*>(out), n, kind, s);
+      },
+      false);
+  const Stats copy = bench.measure(
+      [bytes](const void* in, void* out, cudaStream_t s) {
+        const cudaError_t err = cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s);
+        if (err != cudaSuccess) throw std::runtime_error(cudaGetErrorString(err));
+      },
+      false);
+
+  // bytes read + written over milliseconds: GB/s = bytes / (ms * 1e6)
+  const auto gbps = [bytes](double ms) { return ms > 0 ? 2.0 * static_cast<double>(bytes) / (ms * 1e6) : 0.0; };
+  std::string method = "median of " + std::to_string(mine.reps) +
+                       " repetitions timed with CUDA events around the call on its stream, after 3 warm-up calls; "
+                       "before every repetition the input was restored from a pristine device copy and the L2 cache "
+                       "flushed by a cudaMemsetAsync over 2x L2 (" +
+                       format("%.0f", static_cast<double>(bench.flush_size()) / (1 << 20)) +
+                       " MiB); stopped at >= 10 repetitions once (p75-p25)/median <= 0.05, or at 200 repetitions, or "
+                       "after 2 s per implementation; the reference, CUB and a device-to-device copy were timed the "
+                       "same way in the same process";
+  if (mine.host_clock)
+    method += "; the host clock bounded by cudaDeviceSynchronize exceeded the event time by more than 50% and 50 us "
+              "(work on other streams), so the student's time is the host time";
+  nlohmann::json t;
+  t["median_ms"] = mine.median_ms;
+  t["min_ms"] = mine.min_ms;
+  t["max_ms"] = mine.max_ms;
+  t["reps"] = mine.reps;
+  t["spread"] = mine.spread;
+  t["gbps"] = gbps(mine.median_ms);
+  t["copy_gbps"] = gbps(copy.median_ms);
+  t["fraction_of_copy"] = gbps(copy.median_ms) > 0 ? gbps(mine.median_ms) / gbps(copy.median_ms) : 0.0;
+  t["reference_ms"] = ref.median_ms;
+  t["cub_ms"] = cub.median_ms;
+  t["ratio_to_reference"] = mine.median_ms > 0 ? ref.median_ms / mine.median_ms : 0.0;
+  t["ratio_to_cub"] = mine.median_ms > 0 ? cub.median_ms / mine.median_ms : 0.0;
+  t["method"] = method;
+  return t;
+}
+
+template nlohmann::json time_slot<std::int32_t>(const ScanFn<std::int32_t>&, Slot, ScanKind,
+                                                const std::vector<std::int32_t>&);
+template nlohmann::json time_slot<float>(const ScanFn<float>&, Slot, ScanKind, const std::vector<float>&);
+
+}  // namespace scangrade::grader
+
+#endif  // SCANGRADE_WORKER_TIMING
