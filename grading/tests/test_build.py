@@ -1,0 +1,238 @@
+"""Compiling submissions: with a fake compiler (always), with the real nvcc (when installed), and with
+the real toolchain.json (when `make` has built it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from conftest import NVCC, REAL_TOOLCHAIN, REPO, assert_valid, load_schema, make_submission, starter_files
+import build
+from build import Recipe, ToolchainError, read_toolchain, stub_source
+from submission import SLOTS, load_submission
+
+GOOD = "// compiles\n"
+
+
+def run_build(sub_path, build_dir, out, backend="gpu", **kw):
+    recipe = Recipe.from_toolchain(read_toolchain(build_dir), backend)
+    with load_submission(sub_path) as sub:
+        assert sub.layout_error is None, sub.layout_error
+        result = build.build(sub, recipe, out, **kw)
+    doc = json.loads((out / "build.json").read_text())
+    assert_build_json_valid(doc)
+    return result, doc
+
+
+def assert_build_json_valid(doc):
+    """build.json is exactly results.json's `build` object (the judge copies it)."""
+    schema = load_schema("results")
+    wrapper = {"$defs": schema["$defs"], **schema["properties"]["build"]}
+    assert_valid_with(doc, wrapper)
+
+
+def assert_valid_with(doc, schema):
+    import jsonschema
+    jsonschema.Draft202012Validator(schema).validate(doc)
+
+
+# --- fake compiler ----------------------------------------------------------------------------------
+
+def test_one_slot_with_a_syntax_error(tmp_path, fake_build_dir):
+    files = {f"student/{s}.cu": GOOD for s in SLOTS}
+    files["student/blelloch.cu"] = "line 1\nline 2\n  int x = 3 SYNTAX_ERROR\n"
+    sub = make_submission(tmp_path / "s", files)
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert doc["status"] == "compile_error"
+    assert doc["failed_slots"] == ["blelloch"] and doc["missing_slots"] == []
+    assert "student/blelloch.cu:3: error" in doc["log"], "nvcc's file(line) is shown as file:line"
+    assert result.worker is not None and result.worker.exists()
+    stub = (tmp_path / "out" / "stubs" / "blelloch.cu").read_text()
+    assert stub.count('not_implemented("blelloch_exclusive")') == 2
+    assert "did not compile" in stub
+
+
+def test_missing_slots_get_stubs(tmp_path, fake_build_dir):
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": GOOD})
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert doc["status"] == "ok"
+    assert doc["missing_slots"] == ["blelloch", "hierarchical", "single_pass"]
+    assert doc["failed_slots"] == []
+    for slot in doc["missing_slots"]:
+        assert (tmp_path / "out" / "obj" / "stubs" / f"{slot}.o").exists()
+    assert result.worker is not None
+
+
+def test_failing_helper_fails_every_slot(tmp_path, fake_build_dir):
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": GOOD, "student/blelloch.cu": GOOD,
+                                           "student/util.cu": "SYNTAX_ERROR\n"})
+    _, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert doc["status"] == "compile_error"
+    assert doc["failed_slots"] == ["hillis_steele", "blelloch"]
+    assert doc["missing_slots"] == ["hierarchical", "single_pass"]
+    assert "helper file did not compile" in doc["log"] and "student/util.cu:1: error" in doc["log"]
+
+
+def test_link_failure_is_pinned_on_the_slot(tmp_path, fake_build_dir):
+    files = {f"student/{s}.cu": GOOD for s in SLOTS}
+    files["student/hierarchical.cu"] = "calls a function defined nowhere LINK_FAIL\n"
+    sub = make_submission(tmp_path / "s", files)
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert doc["failed_slots"] == ["hierarchical"] and doc["status"] == "compile_error"
+    assert "undefined reference" in doc["log"]
+    assert result.worker is not None
+
+
+def test_compiler_timeout(tmp_path, fake_build_dir):
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": GOOD, "student/blelloch.cu": "SLEEP_FOREVER"})
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out", timeout=2)
+    assert doc["failed_slots"] == ["blelloch"]
+    assert "compiler timed out" in doc["log"]
+    assert doc["seconds"] < 60
+
+
+def test_warnings_counted_and_logged(tmp_path, fake_build_dir):
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": "WARN_HERE\nWARN_HERE\n"})
+    _, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert doc["status"] == "ok" and doc["warnings"] == 2
+    assert "student/hillis_steele.cu:1:5: warning" in doc["log"]
+
+
+def test_log_is_trimmed_keeping_first_errors(tmp_path, fake_build_dir):
+    noisy = "WARN_HERE\n" * 2000 + "SYNTAX_ERROR\n"
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": GOOD, "student/blelloch.cu": noisy,
+                                           "student/hierarchical.cu": "SYNTAX_ERROR\n"})
+    _, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert len(doc["log"]) <= build.LOG_CAP + 200
+    assert "student/hierarchical.cu:1: error" in doc["log"], "a second file's first error survives the trim"
+    assert "trimmed" in doc["log"]
+
+
+def test_emulate_recipe_rewrites_then_compiles(tmp_path, fake_build_dir):
+    sub = make_submission(tmp_path / "s", {f"student/{s}.cu": GOOD for s in SLOTS})
+    recipe = Recipe.from_toolchain(read_toolchain(fake_build_dir), "emulate")
+    assert recipe.rewrite is not None and recipe.backend == "emulate"
+    steps = recipe.compile_steps(tmp_path / "a.cu", tmp_path / "a.o", tmp_path)
+    assert steps[0][-2:] == [str(tmp_path / "a.cu"), str(tmp_path / "a.cpp")]
+    assert steps[1][-4:] == ["-c", str(tmp_path / "a.cpp"), "-o", str(tmp_path / "a.o")]
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out", backend="emulate")
+    assert doc["status"] == "ok" and result.worker is not None
+    assert (tmp_path / "out" / "obj" / "student" / "blelloch.cpp").read_text().startswith("// rewritten")
+
+
+def test_toolchain_errors(tmp_path, fake_build_dir):
+    with pytest.raises(ToolchainError, match="run `make` first"):
+        read_toolchain(tmp_path / "nowhere")
+    with pytest.raises(ToolchainError, match="no CPU emulation backend"):
+        Recipe.from_toolchain({"nvcc": "nvcc", "cuda_flags": [], "link": []}, "emulate")
+    with pytest.raises(ToolchainError, match="'nvcc'"):
+        Recipe.from_toolchain({"cuda_flags": []}, "gpu")
+
+
+def test_layout_error_build_json(tmp_path):
+    result = build.write_layout_error(tmp_path, "the submission is empty")
+    doc = json.loads((tmp_path / "build.json").read_text())
+    assert_build_json_valid(doc)
+    assert doc["status"] == "layout_error" and doc["log"] == "the submission is empty"
+    assert result.worker is None
+
+
+def test_stub_signatures_match_the_contract():
+    header = (REPO / "harness" / "include" / "scangrade" / "student_api.h").read_text()
+    for slot, (fn, extra) in build.SLOT_FUNCTIONS.items():
+        src = stub_source(slot, "test")
+        for t in ("std::int32_t", "float"):
+            decl = re.search(rf"void {fn}\(const {re.escape(t)}\* d_in, {re.escape(t)}\* d_out, std::size_t n, "
+                             rf"(ScanKind kind, )?cudaStream_t stream\);", header)
+            assert decl, f"{fn}({t}) not in the contract"
+            assert bool(decl.group(1)) == bool(extra)
+            assert f"void {fn}(const {t}*, {t}*, std::size_t, {extra}cudaStream_t)" in src
+
+
+# --- the real nvcc ----------------------------------------------------------------------------------
+
+needs_nvcc = pytest.mark.skipif(not NVCC.exists(), reason=f"nvcc not found at {NVCC} (set SCANGRADE_NVCC)")
+
+MAIN_CU = r"""
+#include "scangrade/student_api.h"
+#include <cstdio>
+using namespace scangrade;
+using namespace scangrade::student;
+// takes the address of every overload (the link fails if a stub's signature is wrong), then calls
+// each slot with n = 0 and reports which ones are not implemented
+template <typename F> void probe(const char* name, F f) {
+  try { f(); std::printf("%s ok\n", name); } catch (const NotImplemented&) { std::printf("%s not_implemented\n", name); }
+}
+int main() {
+  probe("hillis_steele", [] { hillis_steele_inclusive((const std::int32_t*)nullptr, nullptr, 0, nullptr);
+                              hillis_steele_inclusive((const float*)nullptr, nullptr, 0, nullptr); });
+  probe("blelloch", [] { blelloch_exclusive((const std::int32_t*)nullptr, nullptr, 0, nullptr);
+                         blelloch_exclusive((const float*)nullptr, nullptr, 0, nullptr); });
+  probe("hierarchical", [] { hierarchical_scan((const std::int32_t*)nullptr, nullptr, 0, ScanKind::Inclusive, nullptr);
+                             hierarchical_scan((const float*)nullptr, nullptr, 0, ScanKind::Exclusive, nullptr); });
+  probe("single_pass", [] { single_pass_inclusive((const std::int32_t*)nullptr, nullptr, 0, nullptr);
+                            single_pass_inclusive((const float*)nullptr, nullptr, 0, nullptr); });
+}
+"""
+
+IMPLEMENTED_HS = r"""
+#include "scangrade/student_api.h"
+namespace scangrade::student {
+void hillis_steele_inclusive(const std::int32_t*, std::int32_t*, std::size_t n, cudaStream_t) { if (n) throw 1; }
+void hillis_steele_inclusive(const float*, float*, std::size_t n, cudaStream_t) { if (n) throw 1; }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def nvcc_build_dir(tmp_path_factory):
+    """A toolchain.json for the real nvcc whose link step adds a small main that probes every slot."""
+    d = tmp_path_factory.mktemp("nvcc_build")
+    flags = ["-std=c++17", "-arch=sm_90", "-I", str(REPO / "harness" / "include")]
+    (d / "main.cu").write_text(MAIN_CU)
+    r = subprocess.run([str(NVCC), *flags, "-c", str(d / "main.cu"), "-o", str(d / "main.o")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (d / "grading").mkdir()
+    (d / "grading" / "toolchain.json").write_text(json.dumps({
+        "nvcc": str(NVCC), "cuda_flags": flags, "link": [str(d / "main.o")], "judge": "/bin/false",
+        "reference_worker": "/bin/false", "version": "test"}))
+    return d
+
+
+@needs_nvcc
+def test_nvcc_syntax_error_and_missing_slots(tmp_path, nvcc_build_dir):
+    files = starter_files()
+    files["student/hillis_steele.cu"] = IMPLEMENTED_HS
+    files["student/blelloch.cu"] = files["student/blelloch.cu"].replace(
+        "void blelloch(const T* d_in", "void blelloch(const T* d_in,,")
+    del files["student/single_pass.cu"]
+    sub = make_submission(tmp_path / "s", files)
+    result, doc = run_build(sub, nvcc_build_dir, tmp_path / "out")
+    assert doc["status"] == "compile_error"
+    assert doc["failed_slots"] == ["blelloch"]
+    assert doc["missing_slots"] == ["single_pass"]
+    line = next(i for i, l in enumerate(files["student/blelloch.cu"].splitlines(), 1) if ",," in l)
+    assert re.search(rf"student/blelloch\.cu:{line}: error", doc["log"]), doc["log"]
+    # the worker links: the stubs have the contract's signatures, and report not implemented
+    assert result.worker is not None
+    run = subprocess.run([str(result.worker)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[:4] == ["hillis_steele ok", "blelloch not_implemented",
+                                          "hierarchical not_implemented", "single_pass not_implemented"]
+
+
+# --- the real toolchain.json (written by CMake) ----------------------------------------------------
+
+@pytest.mark.skipif(not REAL_TOOLCHAIN.is_file(),
+                    reason=f"{REAL_TOOLCHAIN} not found: the grader is not built (run `make`)")
+def test_real_toolchain_builds_the_starter_files(tmp_path):
+    sub = make_submission(tmp_path / "s", starter_files())
+    backend = "gpu"
+    result, doc = run_build(sub, REAL_TOOLCHAIN.parent.parent, tmp_path / "out", backend=backend)
+    assert doc["status"] == "ok", doc["log"]
+    assert doc["failed_slots"] == [] and doc["missing_slots"] == []
+    assert result.worker is not None and result.worker.exists()
