@@ -82,14 +82,17 @@ if(SCANGRADE_BUILD_TESTS)
   add_executable(scangrade_grader_tests
     ${SCANGRADE_GRADER_DIR}/tests/test_units.cpp
     ${SCANGRADE_GRADER_DIR}/tests/test_judge.cpp
-    ${SCANGRADE_GRADER_DIR}/tests/test_toolchain.cpp)
+    ${SCANGRADE_GRADER_DIR}/tests/test_toolchain.cpp
+    ${SCANGRADE_GRADER_DIR}/tests/test_gpu_reference.cpp)
   target_link_libraries(scangrade_grader_tests PRIVATE scangrade_judge_lib GTest::gtest_main)
   target_compile_definitions(scangrade_grader_tests PRIVATE
     SCANGRADE_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
     SCANGRADE_BINARY_DIR="${CMAKE_BINARY_DIR}"
     SCANGRADE_JUDGE="$<TARGET_FILE:scangrade_judge>"
     SCANGRADE_FAKE_WORKER="$<TARGET_FILE:scangrade_fake_worker>"
-    SCANGRADE_REFERENCE_WORKER="$<TARGET_FILE:scangrade_worker_reference>")
-  add_dependencies(scangrade_grader_tests scangrade_judge scangrade_fake_worker scangrade_worker_reference)
+    SCANGRADE_REFERENCE_WORKER="$<TARGET_FILE:scangrade_worker_reference>"
+    SCANGRADE_TOOLCHAIN_JSON="${CMAKE_BINARY_DIR}/grading/toolchain.json")
+  add_dependencies(scangrade_grader_tests scangrade_judge scangrade_fake_worker scangrade_worker_reference
+                   scangrade_worker_main scangrade_alloc_tracker_obj)
   gtest_discover_tests(scangrade_grader_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
 endif()

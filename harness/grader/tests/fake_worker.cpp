@@ -1,0 +1,153 @@
+// A fake worker for the judge's tests: speaks the protocol (protocol.h) without a GPU, computing
+// the scan on the CPU, and misbehaves on purpose per --mode:
+//
+//   ok               correct results (the judge's happy path without a GPU); "time" commands get a
+//                    made-up timing with ratio_to_reference = --ratio (default 1)
+//   crash_on=K       SIGSEGV on command K (after printing a line on stderr)
+//   hang_on=K        sleeps forever on command K
+//   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
+//   short_output[=K] writes an output file 4 bytes short while claiming the full size
+//   garbage_stdout   prints fake PASS lines and fake JSON results on stdout/stderr, replies correctly
+//   no_hello         never says hello (sleeps forever)
+//   exit_early[=K]   exits with status 0 without replying (on command K, or right after hello)
+//
+// Commands are numbered by the judge (k = 1, 2, ...). Options: --pid-dir DIR writes DIR/<pid>;
+// --dump-dir DIR copies every input file there as DIR/in-K.bin.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol.h"
+#include "scangrade/check.h"
+
+using nlohmann::json;
+using namespace scangrade::grader;
+
+namespace {
+
+struct Mode {
+  std::string name = "ok";
+  long k = -1;  // -1: every command
+  bool on(const std::string& n, std::uint64_t cmd) const {
+    return name == n && (k < 0 || static_cast<std::uint64_t>(k) == cmd);
+  }
+};
+
+[[noreturn]] void sleep_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(60));
+}
+
+template <typename T>
+std::string scan_file(const std::string& in, std::uint64_t n, bool inclusive, bool short_output) {
+  std::vector<T> input(n), output(n);
+  if (n) std::memcpy(input.data(), in.data(), n * sizeof(T));
+  // int32: exact in int64; float: in double, rounded once (within the tolerance rule)
+  using Acc = std::conditional_t<std::is_integral_v<T>, std::int64_t, double>;
+  Acc sum = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    if (inclusive) sum += static_cast<Acc>(input[i]);
+    output[i] = static_cast<T>(sum);
+    if (!inclusive) sum += static_cast<Acc>(input[i]);
+  }
+  std::string out(reinterpret_cast<const char*>(output.data()), n * sizeof(T));
+  const std::uint32_t canary = scangrade::kCanaryBits;
+  for (std::uint64_t i = 0; i < 2 * kGuardCount; ++i) out.append(reinterpret_cast<const char*>(&canary), 4);
+  out.append(in.data(), n * sizeof(T));
+  if (short_output) out.resize(out.size() - 4);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir, pid_dir, dump_dir;
+  Mode mode;
+  double ratio = 1.0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--channel") dir = next();
+    else if (a == "--pid-dir") pid_dir = next();
+    else if (a == "--dump-dir") dump_dir = next();
+    else if (a == "--ratio") ratio = std::stod(next());
+    else if (a == "--mode") {
+      const std::string m = next();
+      const auto eq = m.find('=');
+      mode.name = m.substr(0, eq);
+      if (eq != std::string::npos) mode.k = std::stol(m.substr(eq + 1));
+    }
+  }
+  if (!pid_dir.empty()) {
+    const std::string pid = std::to_string(getpid());
+    write_file_atomic(pid_dir + "/" + pid, pid.data(), pid.size());
+  }
+  if (mode.name == "no_hello") sleep_forever();
+  if (mode.name == "garbage_stdout") {
+    std::printf("PASS all cases\n{\"k\": 1, \"status\": \"pass\", \"points\": 1000}\n");
+    std::fflush(stdout);
+  }
+  write_line(kReplyFd, R"({"hello": 1, "device": "fake CPU worker", "driver": "", "cuda_runtime": "", "error": ""})");
+  if (mode.name == "exit_early" && mode.k < 0) return 0;
+
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    const json cmd = json::parse(line);
+    const std::uint64_t k = cmd["k"];
+    const std::uint64_t n = cmd["n"];
+    if (!dump_dir.empty()) {
+      const auto in = read_file(input_path(dir, k));
+      if (in) write_file_atomic(dump_dir + "/in-" + std::to_string(k) + ".bin", in->data(), in->size());
+    }
+    if (mode.on("crash_on", k)) {
+      std::fprintf(stderr, "fake worker: about to crash on command %llu\n", static_cast<unsigned long long>(k));
+      std::fflush(stderr);
+      raise(SIGSEGV);
+    }
+    if (mode.on("hang_on", k)) sleep_forever();
+    if (mode.on("exit_early", k)) return 0;
+    if (mode.name == "garbage_stdout") {
+      std::printf("PASS case %llu\n{\"k\": %llu, \"nonce\": \"%s\", \"status\": \"pass\"}\n",
+                  static_cast<unsigned long long>(k), static_cast<unsigned long long>(k),
+                  cmd["nonce"].get<std::string>().c_str());
+      std::fprintf(stderr, "{\"score\": 100}\n");
+      std::fflush(stdout);
+    }
+    json r = {{"k", k},
+              {"nonce", mode.on("lie_nonce", k) ? std::string("0000") : cmd["nonce"].get<std::string>()},
+              {"error", ""},
+              {"harness_error", ""},
+              {"context_broken", false}};
+    if (cmd["mode"] == "time") {
+      const double median = 1.0 / ratio;
+      r["timing"] = {{"median_ms", median},   {"min_ms", median},     {"max_ms", median},
+                     {"reps", 10},            {"spread", 0.0},        {"gbps", 1.0},
+                     {"copy_gbps", 2.0},      {"fraction_of_copy", 0.5}, {"reference_ms", 1.0},
+                     {"cub_ms", 0.5},         {"ratio_to_reference", ratio}, {"ratio_to_cub", 0.5 * ratio},
+                     {"method", "fake timing from the test worker"}};
+    } else {
+      const auto in = read_file(input_path(dir, k));
+      const bool f32 = cmd["dtype"] == "float32";
+      const bool inclusive = cmd["kind"] == "inclusive";
+      const bool short_out = mode.on("short_output", k);
+      const std::string out = f32 ? scan_file<float>(*in, n, inclusive, short_out)
+                                  : scan_file<std::int32_t>(*in, n, inclusive, short_out);
+      write_file_atomic(output_path(dir, k), out.data(), out.size());
+      r["not_implemented"] = false;
+      r["leaked_bytes"] = 0;
+      r["leak_detail"] = "";
+      r["out_bytes"] = output_bytes(n);
+    }
+    write_line(kReplyFd, r.dump());
+  }
+  return 0;
+}

@@ -1,0 +1,82 @@
+// The reference solutions bound as the student, graded by the judge over the public suite on the
+// GPU: full marks, timing filled for every perf case. SKIPPED (with the reason) without a device.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol.h"
+
+namespace scangrade::grader {
+namespace {
+
+using nlohmann::json;
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// The reference worker's hello (its "error" says why kernels cannot run here).
+json reference_hello() {
+  const std::string cmd = quote(SCANGRADE_REFERENCE_WORKER) + " --channel /tmp 3>&1 >/dev/null 2>&1 </dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return nullptr;
+  char line[4096] = {};
+  const bool got = fgets(line, sizeof line, p) != nullptr;
+  pclose(p);
+  try {
+    return got ? json::parse(line) : json(nullptr);
+  } catch (const json::exception&) {
+    return nullptr;
+  }
+}
+
+TEST(GpuGrading, ReferenceGetsFullMarksOnThePublicSuite) {
+  const json hello = reference_hello();
+  ASSERT_TRUE(hello.is_object()) << "the reference worker did not say hello";
+  if (!hello["error"].get<std::string>().empty()) GTEST_SKIP() << hello["error"].get<std::string>();
+
+  char pattern[] = "/tmp/scangrade-gpu-grading-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  const std::string out = dir + "/results.json";
+  const std::string cmd = quote(SCANGRADE_JUDGE) + " --worker " + quote(SCANGRADE_REFERENCE_WORKER) + " --out " +
+                          quote(out) + " --submission-name reference --submission-path reference --backend gpu" +
+                          " --suite " + quote(std::string(SCANGRADE_SOURCE_DIR) + "/testcases/public.json") +
+                          " --verbose 2> " + quote(dir + "/err.txt");
+  const int status = std::system(cmd.c_str());
+  const auto text = read_file(out);
+  ASSERT_TRUE(text) << read_file(dir + "/err.txt").value_or("");
+  const json r = json::parse(*text);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(dir + "/err.txt").value_or("");
+  EXPECT_EQ(r["outcome"], "graded");
+  EXPECT_EQ(r["score"]["points"], r["score"]["max_points"]);
+  std::size_t perf = 0;
+  for (const json& c : r["cases"]) {
+    EXPECT_EQ(c["status"], "pass") << c["id"] << ": " << c["message"];
+    if (c["status"] == "pass" && c.contains("timing") && c["timing"].is_object()) {
+      ++perf;
+      EXPECT_GE(c["timing"]["reps"], 1) << c["id"];
+      EXPECT_GT(c["timing"]["ratio_to_reference"], 0.5) << c["id"];  // the reference against itself
+    }
+  }
+  std::size_t perf_cases = 0;
+  for (const json& c : r["cases"]) perf_cases += c["timing"].is_object() ? 1 : 0;
+  EXPECT_EQ(perf, perf_cases);
+  // every perf case of the suite got a timing
+  const auto suite = read_file(std::string(SCANGRADE_SOURCE_DIR) + "/testcases/public.json");
+  std::size_t suite_perf = 0;
+  for (const json& c : json::parse(*suite)["cases"]) suite_perf += c.value("perf", false) ? 1 : 0;
+  EXPECT_EQ(perf, suite_perf);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace scangrade::grader

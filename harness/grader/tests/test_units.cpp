@@ -1,0 +1,178 @@
+// The judge's pieces on their own: SHA-256, the compute-sanitizer XML reader, the performance rule,
+// the command line.
+#include <gtest/gtest.h>
+
+#include "judge.h"
+#include "sanitizer_xml.h"
+#include "scoring.h"
+#include "sha256.h"
+
+namespace scangrade::grader {
+namespace {
+
+TEST(Sha256, KnownVectors) {
+  // FIPS 180-4 examples (and the empty message)
+  EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha256_hex(std::string(1000000, 'a')), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // 55, 56 and 64 bytes: the padding's edge cases
+  EXPECT_EQ(sha256_hex(std::string(55, 'a')), "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+  EXPECT_EQ(sha256_hex(std::string(56, 'a')), "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+  EXPECT_EQ(sha256_hex(std::string(64, 'a')), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+}
+
+// A racecheck report shaped like compute-sanitizer's --xml --save output (hand-written sample).
+const char* kRaceXml = R"(<?xml version="1.0" encoding="utf-8"?>
+<ComputeSanitizerOutput>
+  <record>
+    <kind>Race</kind>
+    <level>Error</level>
+    <what>
+      <text>Race reported between Write access at void hs_kernel&lt;int&gt;(const int *, int *, unsigned long)+0x1f0 and Read access at ...+0x1c0 [2048 hazards]</text>
+      <space>shared</space>
+      <size>4</size>
+    </what>
+    <where>
+      <func>void hs_kernel&lt;int&gt;(const int *, int *, unsigned long)</func>
+      <path>/subs/alice/student/hillis_steele.cu</path>
+      <line>17</line>
+      <pc>0x1f0</pc>
+    </where>
+    <hostStack><frame><func>cudaLaunchKernel</func><module>libcudart.so</module></frame></hostStack>
+  </record>
+  <record>
+    <kind>Race</kind>
+    <level>Warning</level>
+    <what><text>Race reported between Read access and Write access</text></what>
+    <where><func>hs_kernel</func><path>hillis_steele.cu</path><line>19</line></where>
+  </record>
+  <record>
+    <kind>Summary</kind>
+    <level>Info</level>
+    <what><text>RACECHECK SUMMARY: 2 hazards displayed</text></what>
+  </record>
+</ComputeSanitizerOutput>
+)";
+
+TEST(SanitizerXml, RacecheckRecordsBecomeFindings) {
+  const SanitizerReport r = parse_sanitizer_xml(kRaceXml, "racecheck");
+  ASSERT_TRUE(r.readable) << r.problem;
+  EXPECT_EQ(r.records, 2u);  // the Info record is not a finding
+  ASSERT_EQ(r.findings.size(), 2u);
+  const SanitizerFinding& f = r.findings[0];
+  EXPECT_EQ(f.tool, "racecheck");
+  EXPECT_EQ(f.kind, "race");
+  EXPECT_EQ(f.kernel, "void hs_kernel<int>(const int *, int *, unsigned long)");
+  EXPECT_EQ(f.file, "/subs/alice/student/hillis_steele.cu");
+  EXPECT_EQ(f.line, 17);
+  EXPECT_NE(f.text.find("Race reported between Write access"), std::string::npos);
+  EXPECT_EQ(r.findings[1].line, 19);
+  const std::string message = describe_findings(r.findings, r.records);
+  EXPECT_NE(message.find("in kernel void hs_kernel<int>"), std::string::npos) << message;
+  EXPECT_NE(message.find("at /subs/alice/student/hillis_steele.cu:17"), std::string::npos) << message;
+  EXPECT_NE(message.find("(and 1 more)"), std::string::npos) << message;
+}
+
+TEST(SanitizerXml, MemcheckRecordWithoutWhereAndAttributes) {
+  const char* xml = R"(<ComputeSanitizerOutput version="2"><record id="1"><kind>Precise</kind><level>Error</level>
+    <what><text>Invalid __global__ write of size 4 bytes</text></what>
+    <func>scan_kernel</func><path>hier.cu</path><line>88</line></record></ComputeSanitizerOutput>)";
+  const SanitizerReport r = parse_sanitizer_xml(xml, "memcheck");
+  ASSERT_TRUE(r.readable);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].kind, "precise");
+  EXPECT_EQ(r.findings[0].kernel, "scan_kernel");
+  EXPECT_EQ(r.findings[0].file, "hier.cu");
+  EXPECT_EQ(r.findings[0].line, 88);
+  EXPECT_EQ(r.findings[0].text, "Invalid __global__ write of size 4 bytes");
+}
+
+TEST(SanitizerXml, CleanEmptyAndForeignDocuments) {
+  const SanitizerReport clean = parse_sanitizer_xml("<?xml version=\"1.0\"?>\n<ComputeSanitizerOutput/>", "memcheck");
+  EXPECT_TRUE(clean.readable);
+  EXPECT_TRUE(clean.findings.empty());
+  EXPECT_FALSE(parse_sanitizer_xml("", "memcheck").readable);
+  EXPECT_FALSE(parse_sanitizer_xml("<html><record/></html>", "memcheck").readable);
+  // a truncated file (the process was killed while writing) keeps what was complete
+  const SanitizerReport cut = parse_sanitizer_xml(
+      "<ComputeSanitizerOutput><record><kind>Race</kind><where><func>k</func></where></record><record><ki", "racecheck");
+  EXPECT_TRUE(cut.readable);
+  EXPECT_GE(cut.findings.size(), 1u);
+  EXPECT_EQ(cut.findings[0].kernel, "k");
+}
+
+TEST(SanitizerXml, KeepsAtMostTwentyFindingsButCountsAll) {
+  std::string xml = "<ComputeSanitizerOutput>";
+  for (int i = 0; i < 50; ++i) xml += "<record><kind>Race</kind><level>Error</level></record>";
+  xml += "</ComputeSanitizerOutput>";
+  const SanitizerReport r = parse_sanitizer_xml(xml, "racecheck");
+  EXPECT_EQ(r.records, 50u);
+  EXPECT_EQ(r.findings.size(), kMaxFindings);
+}
+
+TEST(Scoring, FullAtReferenceSpeedZeroAtFourTimesSlower) {
+  EXPECT_DOUBLE_EQ(perf_fraction(1.0), 1.0);
+  EXPECT_DOUBLE_EQ(perf_fraction(2.0), 1.0);
+  EXPECT_DOUBLE_EQ(perf_fraction(0.25), 0.0);
+  EXPECT_DOUBLE_EQ(perf_fraction(0.1), 0.0);
+  EXPECT_DOUBLE_EQ(perf_fraction(0.625), 0.5);
+  EXPECT_NEAR(*geometric_mean({0.5, 2.0}), 1.0, 1e-12);
+  EXPECT_NEAR(*geometric_mean({0.25, 1.0}), 0.5, 1e-12);
+  EXPECT_FALSE(geometric_mean({}).has_value());
+  EXPECT_FALSE(geometric_mean({1.0, 0.0}).has_value());
+}
+
+std::vector<std::string> base_args() {
+  return {"--worker", "w", "--out", "r.json", "--submission-name", "s", "--submission-path", "p", "--backend", "gpu",
+          "--suite", "x.json"};
+}
+
+TEST(CommandLine, ParsesEveryFlag) {
+  auto args = base_args();
+  for (const char* a : {"--budget-s", "12", "--timeout-scale", "0.5", "--sanitizer", "off", "--only-slot", "blelloch",
+                        "--log-limit", "100", "--verbose", "--compute-sanitizer", "/opt/cs"})
+    args.push_back(a);
+  const Options o = parse_args(args);
+  EXPECT_EQ(o.worker, "w");
+  EXPECT_EQ(o.budget_s, 12);
+  EXPECT_EQ(o.timeout_scale, 0.5);
+  EXPECT_FALSE(o.sanitizer);
+  EXPECT_EQ(o.only_slot, Slot::Blelloch);
+  EXPECT_EQ(o.log_limit, 100u);
+  EXPECT_TRUE(o.verbose);
+  EXPECT_EQ(o.compute_sanitizer, "/opt/cs");
+}
+
+TEST(CommandLine, RejectsBadUsage) {
+  const auto error = [](std::vector<std::string> args) -> std::string {
+    try {
+      parse_args(args);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  auto a = base_args();
+  a.push_back("--backend");
+  a.push_back("cpu");
+  EXPECT_NE(error(a).find("--backend"), std::string::npos);
+  a = base_args();
+  a.push_back("--hidden-suite");
+  a.push_back("h.json");
+  EXPECT_NE(error(a).find("needs the secret"), std::string::npos);
+  a = base_args();
+  a.push_back("--only-slot");
+  a.push_back("kogge");
+  EXPECT_NE(error(a).find("'kogge'"), std::string::npos);
+  a = base_args();
+  a.push_back("--frobnicate");
+  EXPECT_NE(error(a).find("unknown argument"), std::string::npos);
+  EXPECT_NE(error({"--out", "r.json"}).find("required"), std::string::npos);
+  EXPECT_TRUE(parse_args({"--help"}).help);
+  EXPECT_NE(usage_text().find("Exit codes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace scangrade::grader
