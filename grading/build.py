@@ -3,15 +3,15 @@
 
 The recipe comes from <build-dir>/grading/toolchain.json, which CMake writes:
 
-    {"nvcc": PATH, "cuda_flags": [...], "link": [...], "judge": PATH, "reference_worker": PATH,
-     "version": STR,
+    {"nvcc": PATH, "cxx": PATH, "cuda_flags": [...], "link": [...], "judge": PATH,
+     "reference_worker": PATH, "version": STR,
      "emulate": {"rewrite": PATH or [ARGV...], "cxx": PATH, "cxx_flags": [...], "link": [...]}}
 
 Both backends go through one code path (Recipe):
 
     gpu:      nvcc <cuda_flags> -I <student dir> -c student/f.cu -o obj/f.o
     emulate:  <rewrite> student/f.cu obj/f.cpp  then  cxx <cxx_flags> -I <student dir> -c obj/f.cpp -o obj/f.o
-    link:     <nvcc | cxx> <objects...> <link...> -o <out>/worker
+    link:     <cxx> <objects...> <link...> -o <out>/worker   (gpu: toolchain "cxx", else nvcc)
 
 so `link` holds everything but the student's objects: the worker's main object or library, the
 harness libraries, the runtime (-lcudart or the emulator's library) and system libraries.
@@ -122,6 +122,7 @@ class Recipe:
     backend: str                          # "gpu" | "emulate"
     compiler: tuple[str, ...]             # nvcc, or the host C++ compiler
     flags: tuple[str, ...]
+    linker: tuple[str, ...]               # the host C++ compiler as link driver
     link: tuple[str, ...]
     rewrite: tuple[str, ...] | None = None  # emulate: argv prefix; called as <rewrite> IN.cu OUT.cpp
 
@@ -129,8 +130,9 @@ class Recipe:
     def from_toolchain(cls, toolchain: dict, backend: str) -> "Recipe":
         try:
             if backend == "gpu":
-                return cls("gpu", (toolchain["nvcc"],), tuple(toolchain.get("cuda_flags", [])),
-                           tuple(toolchain.get("link", [])))
+                nvcc = toolchain["nvcc"]
+                return cls("gpu", (nvcc,), tuple(toolchain.get("cuda_flags", [])),
+                           (toolchain.get("cxx") or nvcc,), tuple(toolchain.get("link", [])))
             emu = toolchain.get("emulate")
             if not isinstance(emu, dict):
                 raise ToolchainError("this build has no CPU emulation backend (toolchain.json has no "
@@ -138,8 +140,8 @@ class Recipe:
             rewrite = emu["rewrite"]
             if isinstance(rewrite, str):
                 rewrite = [sys.executable, rewrite] if rewrite.endswith(".py") else [rewrite]
-            return cls("emulate", (emu["cxx"],), tuple(emu.get("cxx_flags", [])), tuple(emu.get("link", [])),
-                       tuple(rewrite))
+            return cls("emulate", (emu["cxx"],), tuple(emu.get("cxx_flags", [])), (emu["cxx"],),
+                       tuple(emu.get("link", [])), tuple(rewrite))
         except KeyError as exc:
             raise ToolchainError(f"toolchain.json has no {exc.args[0]!r} for the {backend} backend: "
                                  "rebuild with `make`") from None
@@ -152,7 +154,7 @@ class Recipe:
         return [[*self.compiler, *self.flags, "-I", str(include_dir), "-c", str(src), "-o", str(obj)]]
 
     def link_command(self, objects: list[Path], out: Path) -> list[str]:
-        return [*self.compiler, *map(str, objects), *self.link, "-o", str(out)]
+        return [*self.linker, *map(str, objects), *self.link, "-o", str(out)]
 
 
 def read_toolchain(build_dir: Path) -> dict:

@@ -80,7 +80,7 @@ def notes(results: dict, results_path: Path | None = None) -> list[str]:
     noted = [f"{counts[s]} {s.replace('_', ' ')}" for s in NOTED if counts.get(s)]
     if noted:
         out.append("cases: " + ", ".join(noted))
-    for slot in SLOTS:
+    for slot in SLOTS if results["outcome"] == "graded" else ():
         info = results["slots"].get(slot)
         if not info:
             continue

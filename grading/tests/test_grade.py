@@ -169,3 +169,51 @@ def test_missing_suite_is_bad_input(tmp_path, fake_build_dir):
 def test_help():
     r = grade("--help")
     assert r.returncode == 0 and "Exit status" in r.stdout and "--hidden-suite" in r.stdout
+
+
+# --- with the real judge (needs `make`: build/grading/toolchain.json, or SCANGRADE_BUILD_DIR) --------
+
+from conftest import REAL_BUILD, REAL_TOOLCHAIN  # noqa: E402
+from grade import detect_backend  # noqa: E402
+
+needs_real_build = pytest.mark.skipif(not REAL_TOOLCHAIN.is_file(),
+                                      reason=f"{REAL_TOOLCHAIN} not found: the grader is not built (run `make`)")
+
+
+@needs_real_build
+def test_real_judge_grades_a_layout_error(tmp_path):
+    sub = make_submission(tmp_path / "flat", {"hillis_steele.cu": "// at the top\n"})
+    out = tmp_path / "out"
+    r = grade(sub, "--out", out, "--build-dir", REAL_BUILD, "--backend", "gpu")
+    assert r.returncode == 1, r.stdout + r.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert_valid(results, "results")
+    assert results["build"]["status"] == "layout_error"
+    assert {c["status"] for c in results["cases"]} == {"compile_error"}
+    assert_valid(json.loads((out / "gradescope.json").read_text()), "gradescope")
+    pl = json.loads((out / "prairielearn.json").read_text())
+    assert_valid(pl, "prairielearn")
+    assert pl["gradable"] is False
+    assert "put your files in student/" in r.stdout
+
+
+@needs_real_build
+@pytest.mark.skipif(detect_backend() != "gpu", reason="no GPU listed by nvidia-smi -L: the worker cannot run kernels")
+def test_real_judge_on_the_gpu(tmp_path):
+    files = {f"student/{p.name}": p.read_text()
+             for p in (REPO / "grading" / "gallery" / "correct_brent_kung" / "student").glob("*")}
+    files["student/blelloch.cu"] = files["student/blelloch.cu"].replace("namespace", "namespace {{ oops", 1)
+    sub = make_submission(tmp_path / "kb", files)
+    out = tmp_path / "out"
+    r = grade(sub, "--out", out, "--build-dir", REAL_BUILD, "--backend", "gpu", "--budget-s", "400")
+    assert r.returncode == 1, r.stdout + r.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert_valid(results, "results")
+    assert results["build"]["failed_slots"] == ["blelloch"]
+    slots = results["slots"]
+    assert slots["blelloch"]["statuses"] == {"compile_error": slots["blelloch"]["cases"]}
+    for slot in ("hillis_steele", "hierarchical", "single_pass"):
+        assert slots[slot]["passed"] == slots[slot]["cases"], (slot, slots[slot]["statuses"])
+    for fmt in ("gradescope", "prairielearn"):
+        assert_valid(json.loads((out / f"{fmt}.json").read_text()), fmt)
+    print(r.stdout)
