@@ -54,6 +54,7 @@ TEST(GpuGrading, ReferenceGetsFullMarksOnThePublicSuite) {
   const int status = std::system(cmd.c_str());
   const auto text = read_file(out);
   ASSERT_TRUE(text) << read_file(dir + "/err.txt").value_or("");
+  if (const char* keep = std::getenv("SCANGRADE_GPU_RESULTS")) write_file_atomic(keep, text->data(), text->size());
   const json r = json::parse(*text);
   EXPECT_EQ(WEXITSTATUS(status), 0) << read_file(dir + "/err.txt").value_or("");
   EXPECT_EQ(r["outcome"], "graded");
