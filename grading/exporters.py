@@ -108,9 +108,11 @@ def truncate(text: str, limit: int) -> str:
 def summary_lines(results: dict) -> list[str]:
     """The short text every platform shows at the top."""
     s, b = results["score"], results["build"]
-    lines = [f"ScanGrade {results['tool']['version']}: {fmt_points(s['total'])}/{fmt_points(s['max_total'])} points"
-             f" (correctness {fmt_points(s['points'])}/{fmt_points(s['max_points'])},"
-             f" performance {fmt_points(s['perf_points'])}/{fmt_points(s['perf_max_points'])})"]
+    head = f"ScanGrade {results['tool']['version']}: {fmt_points(s['total'])}/{fmt_points(s['max_total'])} points"
+    if s["perf_max_points"]:
+        head += (f" (correctness {fmt_points(s['points'])}/{fmt_points(s['max_points'])},"
+                 f" performance {fmt_points(s['perf_points'])}/{fmt_points(s['perf_max_points'])})")
+    lines = [head]
     if results["backend"] == "emulate":
         lines.append(EMULATED)
     else:

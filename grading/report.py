@@ -139,7 +139,10 @@ def render(results: dict, results_path: Path | None = None, color: bool = False)
     if results["backend"] == "emulate":
         out.append(f"backend: emulate on {env['host']} (emulated: no timings)")
     else:
-        out.append(f"backend: gpu, {env['device']} (driver {env['driver'] or '?'}, runtime {env['cuda_runtime'] or '?'})")
+        device = env["device"]
+        if "driver" not in device:     # the judge's device string may already name them
+            device += f" (driver {env['driver'] or '?'}, runtime {env['cuda_runtime'] or '?'})"
+        out.append(f"backend: gpu, {device}")
     method = methodology(results)
     if method and results["backend"] == "gpu":
         out.append(f"timings: {method}")
