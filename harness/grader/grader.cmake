@@ -79,6 +79,12 @@ if(SCANGRADE_BUILD_TESTS)
   target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_GRADER_DIR})
   target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
 
+  # A known-racy submission (in-place Hillis-Steele): the GPU test expects racecheck to catch it.
+  add_library(scangrade_racy_student STATIC ${SCANGRADE_GRADER_DIR}/tests/racy/slots.cu)
+  target_link_libraries(scangrade_racy_student PUBLIC scangrade_core)
+  target_compile_options(scangrade_racy_student PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  scangrade_add_worker(scangrade_worker_racy scangrade_racy_student)
+
   add_executable(scangrade_grader_tests
     ${SCANGRADE_GRADER_DIR}/tests/test_units.cpp
     ${SCANGRADE_GRADER_DIR}/tests/test_judge.cpp
@@ -91,8 +97,9 @@ if(SCANGRADE_BUILD_TESTS)
     SCANGRADE_JUDGE="$<TARGET_FILE:scangrade_judge>"
     SCANGRADE_FAKE_WORKER="$<TARGET_FILE:scangrade_fake_worker>"
     SCANGRADE_REFERENCE_WORKER="$<TARGET_FILE:scangrade_worker_reference>"
+    SCANGRADE_RACY_WORKER="$<TARGET_FILE:scangrade_worker_racy>"
     SCANGRADE_TOOLCHAIN_JSON="${CMAKE_BINARY_DIR}/grading/toolchain.json")
   add_dependencies(scangrade_grader_tests scangrade_judge scangrade_fake_worker scangrade_worker_reference
-                   scangrade_worker_main scangrade_alloc_tracker_obj)
+                   scangrade_worker_racy scangrade_worker_main scangrade_alloc_tracker_obj)
   gtest_discover_tests(scangrade_grader_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
 endif()

@@ -114,7 +114,23 @@ SanitizerReport parse_sanitizer_xml(const std::string& xml, const std::string& t
     const std::string line = text_of(place, "line");
     if (!line.empty() && std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isdigit(c); }))
       f.line = std::atoi(line.c_str());
-    if (const auto what = element(record, "what")) f.text = text_of(*what, "text");
+    if (const auto what = element(record, "what")) {
+      f.text = text_of(*what, "text");
+      // racecheck: <source> and <destination> accesses, each with a direction and a <where>
+      const auto access = [&](const char* side) -> std::string {
+        const auto part = element(*what, side);
+        if (!part) return "";
+        std::string a = text_of(*part, "direction");
+        a += a.empty() ? "access" : " access";
+        const std::string path = text_of(*part, "path"), line = text_of(*part, "line");
+        if (!path.empty()) a += " at " + path.substr(path.find_last_of('/') + 1) + (line.empty() ? "" : ":" + line);
+        return a;
+      };
+      const std::string source = access("source"), destination = access("destination");
+      if (!source.empty() && !destination.empty()) f.text += " between " + source + " and " + destination;
+      const std::string count = text_of(*what, "count");
+      if (!count.empty()) f.text += " (" + count + " hazards)";
+    }
     if (f.text.empty()) f.text = text_of(record, "text");
     if (f.text.empty()) f.text = "compute-sanitizer " + tool + " record of kind '" + f.kind + "'";
     report.findings.push_back(std::move(f));

@@ -21,9 +21,9 @@ extra=()
 [ -f /usr/include/nlohmann/json.hpp ] || extra+=("-DSCANGRADE_NLOHMANN_INCLUDE=$ROOT/build-grader-deps/include")
 
 step "build"
-if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${extra[@]}" &&
+if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSCANGRADE_EMULATION=OFF "${extra[@]}" &&
        cmake --build "$BUILD" -j "$(nproc)" --target scangrade_judge scangrade_worker_reference \
-         scangrade_worker_student scangrade_fake_worker scangrade_grader_tests; } >"$OUT/build.log" 2>&1; then
+         scangrade_worker_student scangrade_worker_racy scangrade_fake_worker scangrade_grader_tests; } >"$OUT/build.log" 2>&1; then
   tail -30 "$OUT/build.log"; echo "BUILD FAILED"; exit 1
 fi
 

@@ -74,8 +74,49 @@ TEST(GpuGrading, ReferenceGetsFullMarksOnThePublicSuite) {
   // every perf case of the suite got a timing
   const auto suite = read_file(std::string(SCANGRADE_SOURCE_DIR) + "/testcases/public.json");
   std::size_t suite_perf = 0;
-  for (const json& c : json::parse(*suite)["cases"]) suite_perf += c.value("perf", false) ? 1 : 0;
+  const json suite_json = json::parse(*suite);
+  for (const json& c : suite_json["cases"]) suite_perf += c.value("perf", false) ? 1 : 0;
   EXPECT_EQ(perf, suite_perf);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(GpuGrading, RacyHillisSteeleIsARaceUnderComputeSanitizer) {
+  const json hello = reference_hello();
+  ASSERT_TRUE(hello.is_object()) << "the reference worker did not say hello";
+  if (!hello["error"].get<std::string>().empty()) GTEST_SKIP() << hello["error"].get<std::string>();
+  if (std::system("command -v compute-sanitizer > /dev/null 2>&1") != 0) GTEST_SKIP() << "compute-sanitizer not in PATH";
+
+  char pattern[] = "/tmp/scangrade-gpu-racy-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  const std::string suite = dir + "/suite.json";
+  const std::string text = R"({"suite": "sanitize", "cases": [
+    {"id": "hs.int32.n1024", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 1024,
+     "values": "random", "seed": 7, "why": "a full block", "sanitize": ["racecheck", "memcheck", "synccheck"]}]})";
+  write_file_atomic(suite, text.data(), text.size());
+  const auto grade = [&](const std::string& worker) {
+    const std::string out = dir + "/results.json";
+    std::remove(out.c_str());
+    const std::string cmd = quote(SCANGRADE_JUDGE) + " --worker " + quote(worker) + " --out " + quote(out) +
+                            " --submission-name s --submission-path s --backend gpu --suite " + quote(suite) + " 2> " +
+                            quote(dir + "/err.txt");
+    std::system(cmd.c_str());
+    const auto results = read_file(out);
+    return results ? json::parse(*results) : json(nullptr);
+  };
+  const json racy = grade(SCANGRADE_RACY_WORKER);
+  ASSERT_TRUE(racy.is_object()) << read_file(dir + "/err.txt").value_or("");
+  const json& c = racy["cases"][0];
+  EXPECT_EQ(c["status"], "race") << c["message"];
+  EXPECT_NE(c["message"].get<std::string>().find("racy_hillis_steele"), std::string::npos) << c["message"];
+  EXPECT_NE(c["message"].get<std::string>().find("slots.cu:18"), std::string::npos) << c["message"];
+  EXPECT_EQ(c["sanitizer"]["ran"], true);
+
+  const json reference = grade(SCANGRADE_REFERENCE_WORKER);
+  ASSERT_TRUE(reference.is_object());
+  EXPECT_EQ(reference["cases"][0]["status"], "pass") << reference["cases"][0]["message"];
+  EXPECT_EQ(reference["cases"][0]["sanitizer"]["ran"], true);
+  EXPECT_TRUE(reference["cases"][0]["sanitizer"]["findings"].empty());
   std::filesystem::remove_all(dir);
 }
 

@@ -75,6 +75,50 @@ TEST(SanitizerXml, RacecheckRecordsBecomeFindings) {
   EXPECT_NE(message.find("(and 1 more)"), std::string::npos) << message;
 }
 
+// Read off compute-sanitizer 2025.3.1 racecheck on an H200 (harness/grader/tests/racy/slots.cu).
+const char* kRealRaceXml = R"(<?xml version="1.0" encoding="utf-8"?>
+<ComputeSanitizerOutput>
+  <record>
+    <kind>Analysis</kind>
+    <level>Error</level>
+    <what>
+      <text>Race condition</text>
+      <source>
+        <direction>Read</direction>
+        <where>
+          <func>racy_hillis_steele</func>
+          <path>/work/main/harness/grader/tests/racy/slots.cu</path>
+          <line>18</line>
+          <pc>0x140</pc>
+        </where>
+      </source>
+      <destination>
+        <direction>Write</direction>
+        <where>
+          <func>racy_hillis_steele</func>
+          <path>/work/main/harness/grader/tests/racy/slots.cu</path>
+          <line>18</line>
+          <pc>0x160</pc>
+        </where>
+        <count>4044</count>
+      </destination>
+    </what>
+  </record>
+</ComputeSanitizerOutput>
+)";
+
+TEST(SanitizerXml, RealRacecheckReport) {
+  const SanitizerReport r = parse_sanitizer_xml(kRealRaceXml, "racecheck");
+  ASSERT_TRUE(r.readable);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const SanitizerFinding& f = r.findings[0];
+  EXPECT_EQ(f.kind, "analysis");
+  EXPECT_EQ(f.kernel, "racy_hillis_steele");
+  EXPECT_EQ(f.file, "/work/main/harness/grader/tests/racy/slots.cu");
+  EXPECT_EQ(f.line, 18);
+  EXPECT_EQ(f.text, "Race condition between Read access at slots.cu:18 and Write access at slots.cu:18 (4044 hazards)");
+}
+
 TEST(SanitizerXml, MemcheckRecordWithoutWhereAndAttributes) {
   const char* xml = R"(<ComputeSanitizerOutput version="2"><record id="1"><kind>Precise</kind><level>Error</level>
     <what><text>Invalid __global__ write of size 4 bytes</text></what>
