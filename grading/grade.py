@@ -4,7 +4,7 @@
     python3 grading/grade.py SUBMISSION [--suite FILE]... [--hidden-suite FILE (--secret S | --secret-file F)]
                              [--out DIR] [--backend auto|gpu|emulate] [--build-dir build]
                              [--formats all|gradescope,prairielearn,autolab,junit|none]
-                             [--budget-s 900] [--jobs N] [--quiet]
+                             [--budget-s 900] [--max-n N] [--jobs N] [--quiet]
 
 SUBMISSION is a folder, a .zip or a .tar.gz/.tgz containing student/ (or one folder that contains
 student/). The steps:
@@ -77,6 +77,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--formats", default="all",
                         help="all, none, or a comma list of gradescope,prairielearn,autolab,junit (default: all)")
     parser.add_argument("--budget-s", type=float, default=900, help="the judge's time budget in seconds (default: 900)")
+    parser.add_argument("--max-n", type=int, default=None,
+                        help="grade only cases with n <= N (e.g. 4194305, the emulation cap: quick emulated runs)")
     parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
     parser.add_argument("--compile-timeout", type=float, default=COMPILE_TIMEOUT_S,
                         help="seconds per compiled file (default: %(default)s)")
@@ -175,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                     cmd += ["--hidden-suite", str(suite.resolve())]
                 cmd += ["--secret-file", str(Path(secret_file).resolve())]
             cmd += ["--budget-s", f"{args.budget_s:g}"]
+            if args.max_n is not None:
+                cmd += ["--max-n", str(args.max_n)]
 
             say(f"judging on the {backend} backend (budget {args.budget_s:g} s)")
             try:

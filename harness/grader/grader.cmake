@@ -32,6 +32,17 @@ add_library(scangrade_reference_as_student STATIC ${SCANGRADE_GRADER_DIR}/refere
 target_link_libraries(scangrade_reference_as_student PUBLIC scangrade_reference)
 scangrade_add_worker(scangrade_worker_reference scangrade_reference_as_student)
 
+# The same worker over the CPU emulation backend: no timing; each check runs under several thread
+# orders (emulated_run.h) and the reply says when results differ.
+if(SCANGRADE_EMULATION)
+  add_library(scangrade_worker_main_emu STATIC ${SCANGRADE_GRADER_DIR}/worker_main.cpp)
+  target_link_libraries(scangrade_worker_main_emu PUBLIC scangrade_device_emu PRIVATE nlohmann_json::nlohmann_json)
+  add_executable(scangrade_worker_reference_emu ${SCANGRADE_GRADER_DIR}/reference_as_student.cpp)
+  scangrade_add_emulated_sources(TARGET scangrade_worker_reference_emu SOURCES ${SCANGRADE_REFERENCE_EMULATED_SOURCES})
+  target_include_directories(scangrade_worker_reference_emu PRIVATE ${CMAKE_SOURCE_DIR}/reference)
+  target_link_libraries(scangrade_worker_reference_emu PRIVATE scangrade_worker_main_emu)
+endif()
+
 # --- judge ----------------------------------------------------------------------------------------
 add_library(scangrade_judge_lib STATIC
   ${SCANGRADE_GRADER_DIR}/sha256.cpp
@@ -61,6 +72,18 @@ foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
 endforeach()
 list(JOIN scangrade_gencode ", " scangrade_gencode)
 set(scangrade_cuda_libdir "${CUDAToolkit_LIBRARY_DIR}")
+# emulate: <rewrite> f.cu f.cpp, then <cxx> <cxx_flags> -I<student dir> -c f.cpp, then <cxx> -o worker ... <link>
+set(scangrade_emulate_json "")
+if(SCANGRADE_EMULATION)
+  set(scangrade_emulate_json ",
+  \"emulate\": {
+    \"rewrite\": [\"${SCANGRADE_EMU_PYTHON}\", \"${SCANGRADE_EMU_REWRITER}\", \"--runtime-header\", \"${SCANGRADE_EMU_RUNTIME_HEADER}\"],
+    \"cxx\": \"${CMAKE_CXX_COMPILER}\",
+    \"cxx_flags\": [\"-std=c++17\", \"-O2\", \"-g0\", \"-I${CMAKE_SOURCE_DIR}/harness/emulation/include\", \"-I${CMAKE_SOURCE_DIR}/harness/include\", \"-DSCANGRADE_EMULATED\"],
+    \"link\": [\"$<TARGET_FILE:scangrade_worker_main_emu>\", \"$<TARGET_FILE:scangrade_device_emu>\", \"$<TARGET_FILE:scangrade_emu>\", \"$<TARGET_FILE:scangrade_core>\", \"$<TARGET_FILE:Boost::context>\", \"-lpthread\", \"-ldl\"],
+    \"reference_worker\": \"$<TARGET_FILE:scangrade_worker_reference_emu>\"
+  }")
+endif()
 file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"version\": \"${PROJECT_VERSION}\",
   \"nvcc\": \"${CMAKE_CUDA_COMPILER}\",
@@ -69,7 +92,7 @@ file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"link\": [\"$<JOIN:$<TARGET_OBJECTS:scangrade_alloc_tracker_obj>,\", \">\", \"$<TARGET_FILE:scangrade_worker_main>\", \"$<TARGET_FILE:scangrade_device>\", \"$<TARGET_FILE:scangrade_reference>\", \"$<TARGET_FILE:scangrade_core>\", \"-L${scangrade_cuda_libdir}\", \"-Wl,-rpath,${scangrade_cuda_libdir}\", \"-lcudart\", \"-ldl\", \"-lpthread\", \"-lrt\"],
   \"judge\": \"$<TARGET_FILE:scangrade_judge>\",
   \"reference_worker\": \"$<TARGET_FILE:scangrade_worker_reference>\",
-  \"student_worker\": \"$<TARGET_FILE:scangrade_worker_student>\"
+  \"student_worker\": \"$<TARGET_FILE:scangrade_worker_student>\"${scangrade_emulate_json}
 }
 ")
 

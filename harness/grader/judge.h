@@ -35,6 +35,7 @@ struct Options {
   bool sanitizer = true;                  // --sanitizer auto|off
   std::string compute_sanitizer;          // explicit path; else looked up in PATH
   std::optional<Slot> only_slot;
+  std::optional<std::size_t> max_n;       // grade only cases with n <= max_n
   std::size_t log_limit = 65536;
   bool verbose = false;
   bool help = false;

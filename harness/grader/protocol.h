@@ -4,10 +4,12 @@
 //   fd 3 (worker -> judge)      JSON lines, written only by the worker's own code:
 //                                 hello:  {"hello": 1, "device", "driver", "cuda_runtime", "error"}
 //                                 reply:  {"k", "nonce", "not_implemented", "error", "harness_error",
-//                                          "context_broken", "leaked_bytes", "leak_detail", "out_bytes"}
+//                                          "context_broken", "leaked_bytes", "leak_detail", "out_bytes",
+//                                          "race"}   (race: emulation workers run each check under
+//                                          several thread orders; non-empty when results differ)
 //                                 time:   {"k", "nonce", "error", "harness_error", "context_broken", "timing"}
 //   stdin (judge -> worker)     one JSON command per line:
-//                                 {"k", "nonce", "mode": "check"|"time"|"orders", "slot", "dtype", "kind", "n"}
+//                                 {"k", "nonce", "mode": "check"|"time", "slot", "dtype", "kind", "n"}
 //   DIR/in-K.bin                the input: n little-endian int32 or float32 (written by the judge)
 //   DIR/out-K.bin               output[n] ++ guard_before[64] ++ guard_after[64] ++ input_after[n]
 //                               (written by the worker to a temporary name, then renamed; only when

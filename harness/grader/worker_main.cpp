@@ -16,11 +16,16 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
+// After the standard and JSON headers: the emulation backend's cuda_runtime.h defines qualifier
+// macros (__noinline__) that libstdc++ uses as attribute names.
+#include <cuda_runtime.h>
 
 #include "protocol.h"
 #include "scangrade/device_run.h"
+#ifdef SCANGRADE_EMULATED
+#include "scangrade/emulated_run.h"
+#endif
 #include "scangrade/implementation.h"
 #include "worker_timing.h"
 
@@ -47,7 +52,7 @@ json hello() {
     return h;
   }
   h["device"] = device_description();
-#ifdef SCANGRADE_EMULATION
+#ifdef SCANGRADE_EMULATED
   h["cuda_runtime"] = "emulated (CUDART_VERSION " + std::to_string(CUDART_VERSION) + ")";
 #else
   int driver = 0, runtime = 0;
@@ -106,8 +111,13 @@ template <typename T>
 bool check(const std::string& dir, const Command& c, json& r) {
   const std::vector<T> input = read_input<T>(dir, c);
   const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.slot, c.kind);
+#ifdef SCANGRADE_EMULATED
+  const RunRecord<T> run = run_emulated(fn, input);  // under several thread orders: races show
+#else
   const RunRecord<T> run = run_on_device(fn, input);
+#endif
   r["not_implemented"] = run.not_implemented;
+  r["race"] = run.race;
   r["error"] = run.error;
   r["context_broken"] = run.context_broken;
   r["leaked_bytes"] = run.leaked_bytes;
@@ -172,9 +182,6 @@ int serve(const std::string& dir) {
         go_on = f32 ? check<float>(dir, c, r) : check<std::int32_t>(dir, c, r);
       } else if (c.mode == "time") {
         go_on = f32 ? time<float>(dir, c, r) : time<std::int32_t>(dir, c, r);
-      } else if (c.mode == "orders") {
-        // Hook for the emulation backend's thread-order comparison (added by the integrator).
-        r["harness_error"] = "mode 'orders' is not available in this worker";
       } else {
         r["harness_error"] = "unknown mode '" + c.mode + "'";
       }
