@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Grade the gallery of known submissions and check every verdict.
+
+The gallery (grading/gallery/<entry>/) holds complete submissions, known-correct and known-wrong,
+each with expected.json: the verdict every slot must get (and, where the CPU emulation backend must
+differ, `emulation_verdicts`). This grades each entry with grade.py — plus the reference solutions
+through the prebuilt reference worker — computes each slot's verdict from results.json and prints
+a table entry × slot: expected vs got. Exit 0 when every verdict matches, 1 otherwise.
+
+A slot's verdict: `pass` when every case of the slot passed; otherwise the first status present in
+this order: internal_error, compile_error, not_implemented, timeout, crash, race, memory_error,
+out_of_bounds_write, input_modified, fail, leak.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GALLERY = REPO / "grading" / "gallery"
+SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
+VERDICT_ORDER = ("internal_error", "compile_error", "not_implemented", "timeout", "crash", "race", "memory_error",
+                 "out_of_bounds_write", "input_modified", "fail", "leak")
+REFERENCE = "reference"
+EMULATION_CAP = 4194305  # 2048^2 + 1: the emulation backend's largest case (emulated_run.h)
+
+
+def slot_verdicts(results: dict) -> dict[str, str]:
+    """The verdict of every slot that has cases in `results`."""
+    statuses: dict[str, set[str]] = {}
+    for case in results["cases"]:
+        statuses.setdefault(case["slot"], set()).add(case["status"])
+    verdicts = {}
+    for slot, seen in statuses.items():
+        bad = [s for s in VERDICT_ORDER if s in seen]
+        verdicts[slot] = bad[0] if bad else "pass"
+    return verdicts
+
+
+@dataclass
+class Entry:
+    name: str
+    expected: dict[str, str]
+    bug: str | None = None
+    got: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    seconds: float = 0.0
+
+    def mismatches(self) -> list[str]:
+        if self.error:
+            return [self.error]
+        return [f"{slot}: expected {want}, got {self.got.get(slot, 'no cases')}"
+                for slot, want in self.expected.items() if self.got.get(slot) != want]
+
+
+def load_entries(backend: str, names: list[str] | None) -> list[Entry]:
+    entries = [Entry(REFERENCE, {slot: "pass" for slot in SLOTS}, None)]
+    for folder in sorted(p for p in GALLERY.iterdir() if (p / "expected.json").is_file()):
+        spec = json.loads((folder / "expected.json").read_text())
+        expected = dict(spec["verdicts"])
+        if backend == "emulate":
+            expected.update(spec.get("emulation_verdicts", {}))
+        entries.append(Entry(folder.name, expected, spec.get("bug")))
+    if names:
+        unknown = set(names) - {e.name for e in entries}
+        if unknown:
+            raise SystemExit(f"gallery: unknown entries: {', '.join(sorted(unknown))}")
+        entries = [e for e in entries if e.name in names]
+    return entries
+
+
+def grade(entry: Entry, args: argparse.Namespace, toolchain: dict) -> Entry:
+    out = args.out / entry.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").unlink(missing_ok=True)
+    limit = ["--max-n", str(args.max_n)] if args.max_n else []
+    suite = ["--suite", str(args.suite)]
+    if entry.name == REFERENCE:
+        worker = toolchain["emulate"]["reference_worker"] if args.backend == "emulate" else toolchain["reference_worker"]
+        cmd = [toolchain["judge"], "--worker", worker, "--out", str(out / "results.json"), "--submission-name",
+               REFERENCE, "--submission-path", str(REPO / "reference"), "--backend", args.backend, *suite, *limit]
+    else:
+        cmd = [sys.executable, str(REPO / "grading" / "grade.py"), str(GALLERY / entry.name), "--out", str(out),
+               "--backend", args.backend, "--build-dir", str(args.build_dir), "--formats", "none", "--quiet",
+               "--jobs", "1", *suite, *limit]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s, stdin=subprocess.DEVNULL)
+    entry.seconds = time.monotonic() - start
+    if proc.returncode not in (0, 1):
+        entry.error = f"grading exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-800:]}"
+        return entry
+    results = json.loads((out / "results.json").read_text())
+    entry.got = slot_verdicts(results)
+    return entry
+
+
+def print_table(entries: list[Entry], backend: str) -> None:
+    rows = [("entry", "slot", "expected", "got", "")]
+    for e in entries:
+        for slot in SLOTS:
+            want = e.expected.get(slot, "-")
+            got = e.got.get(slot, "-") if not e.error else "ERROR"
+            rows.append((e.name, slot, want, got, "ok" if want == got else "MISMATCH"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    print(f"gallery verdicts on the {backend} backend")
+    for i, r in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    bad = [e for e in entries if e.mismatches()]
+    print(f"{len(entries) - len(bad)}/{len(entries)} entries got every expected verdict "
+          f"({sum(e.seconds for e in entries):.0f} s of grading)")
+    for e in bad:
+        for m in e.mismatches():
+            print(f"MISMATCH {e.name}: {m}")
+
+
+def detect_backend() -> str:
+    try:
+        return "gpu" if subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0 else "emulate"
+    except (OSError, subprocess.TimeoutExpired):
+        return "emulate"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["auto", "gpu", "emulate"], default="auto")
+    parser.add_argument("--build-dir", type=Path, default=REPO / "build")
+    parser.add_argument("--suite", type=Path, default=REPO / "testcases" / "public.json")
+    parser.add_argument("--out", type=Path, default=REPO / "grading-results" / "gallery")
+    parser.add_argument("--entries", help="comma-separated entry names (default: all)")
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="entries graded at once (default: half the cores)")
+    parser.add_argument("--max-n", type=int, default=None,
+                        help=f"grade only cases with n <= N (default on the emulate backend: {EMULATION_CAP})")
+    parser.add_argument("--timeout-s", type=float, default=1200, help="per entry")
+    parser.add_argument("--json", type=Path, help="also write the verdicts here")
+    args = parser.parse_args()
+    if args.backend == "auto":
+        args.backend = detect_backend()
+    if args.backend == "emulate" and args.max_n is None:
+        args.max_n = EMULATION_CAP
+    toolchain_path = args.build_dir / "grading" / "toolchain.json"
+    if not toolchain_path.is_file():
+        print(f"gallery: {toolchain_path} not found: build first (make)", file=sys.stderr)
+        return 3
+    toolchain = json.loads(toolchain_path.read_text())
+    if args.backend == "emulate" and "emulate" not in toolchain:
+        print("gallery: this build has no emulation backend (Boost.Context missing?)", file=sys.stderr)
+        return 3
+    entries = load_entries(args.backend, args.entries.split(",") if args.entries else None)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        entries = list(pool.map(lambda e: grade(e, args, toolchain), entries))
+    print_table(entries, args.backend)
+    if args.json:
+        args.json.write_text(json.dumps({e.name: {"expected": e.expected, "got": e.got, "error": e.error}
+                                         for e in entries}, indent=1) + "\n")
+    return 1 if any(e.mismatches() for e in entries) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
