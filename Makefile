@@ -3,12 +3,18 @@
 #   make            build everything
 #   make test       build your slots (student/) and test them on testcases/public.json, on the GPU,
 #                   or on the CPU emulation backend when there is none
-#   make check      the project's own suite: CPU tests and the reference solutions (instructors, CI)
+#   make check      the project's own suite: CPU, GPU and Python tests, the reference solutions and
+#                   the whole gallery of known submissions with their verdicts (instructors, CI)
+#   make grade      grade student/ (or SUBMISSION=folder|zip|tar.gz) with the public suite: a table
+#                   and grading-results/<name>/results.json (+ Gradescope, PrairieLearn, Autolab, JUnit)
+#   make demo       grade a bundled known-correct submission: what a full report looks like
+#   make gallery    grade every gallery submission and compare each verdict with the expected one
 #   make clean      remove build/
 #
 # Variables: SCANGRADE_BACKEND=gpu|emulate (default: gpu when nvidia-smi lists one, else emulate),
 #            CUDA_ARCH=90 (GPU architecture; default: this machine's GPU, else sm_90 + PTX),
-#            SUITE=path/to/suite.json (for make test), BUILD=build, JOBS=<cores>.
+#            SUITE=path/to/suite.json (make test, make grade), SUBMISSION=path (make grade),
+#            GRADE_FLAGS="--hidden-suite F --secret-file S ..." (make grade), BUILD=build, JOBS=<cores>.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release $(if $(CUDA_ARCH),-DCMAKE_CUDA_ARCHITECTURES=$(CUDA_ARCH))
@@ -19,7 +25,7 @@ endif
 STUDENT_TEST := scangrade_student_test$(if $(filter emulate,$(BACKEND)),_emu)
 export SCANGRADE_BACKEND := $(BACKEND)
 
-.PHONY: all configure test check clean
+.PHONY: all configure test check grade demo gallery clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -35,6 +41,20 @@ test: configure
 check: all
 	python3 testcases/generate.py --check
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+GRADE := python3 grading/grade.py --build-dir $(BUILD) --backend $(BACKEND) $(if $(SUITE),--suite $(SUITE))
+
+grade: configure
+	cmake --build $(BUILD) -j $(JOBS) --target scangrade_grader
+	$(GRADE) $(or $(SUBMISSION),student) $(GRADE_FLAGS) || test $$? -eq 1  # 1: graded, some case failed
+
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target scangrade_grader
+	$(GRADE) grading/gallery/correct_brent_kung $(GRADE_FLAGS) || test $$? -eq 1
+
+gallery: configure
+	cmake --build $(BUILD) -j $(JOBS) --target scangrade_grader
+	python3 grading/gallery.py --build-dir $(BUILD) --backend $(BACKEND)
 
 clean:
 	rm -rf $(BUILD)

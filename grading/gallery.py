@@ -102,14 +102,16 @@ def grade(entry: Entry, args: argparse.Namespace, toolchain: dict) -> Entry:
 
 
 def print_table(entries: list[Entry], backend: str) -> None:
-    rows = [("entry", "slot", "expected", "got", "")]
+    """One row per entry: each slot's verdict, and `!=expected` where it differs."""
+    rows = [("entry", *SLOTS, "")]
     for e in entries:
+        cells = []
         for slot in SLOTS:
-            want = e.expected.get(slot, "-")
-            got = e.got.get(slot, "-") if not e.error else "ERROR"
-            rows.append((e.name, slot, want, got, "ok" if want == got else "MISMATCH"))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    print(f"gallery verdicts on the {backend} backend")
+            want, got = e.expected.get(slot, "-"), ("ERROR" if e.error else e.got.get(slot, "-"))
+            cells.append(got if got == want else f"{got}!={want}")
+        rows.append((e.name, *cells, "MISMATCH" if e.mismatches() else "ok"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print(f"gallery verdicts on the {backend} backend (cell: the verdict got; got!=expected on a mismatch)")
     for i, r in enumerate(rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
         if i == 0:

@@ -330,6 +330,13 @@ def load_submission(path: Path, workdir: Path | None = None) -> Submission:
     try:
         if not path.exists():
             raise LayoutError(f"{path} does not exist")
+        if path.is_dir() and path.resolve().name == "student":
+            # The student/ folder itself (`make grade` in a working copy): only it is read.
+            sub.name = submission_name(path.resolve().parent)
+            sub.root = path.resolve().parent
+            sub.student_dir = path.resolve()
+            _scan_student_dir(sub)
+            return sub
         if path.is_dir():
             top = path.resolve()
         elif is_archive_name(path.name):

@@ -126,3 +126,11 @@ if(SCANGRADE_BUILD_TESTS)
                    scangrade_worker_racy scangrade_worker_main scangrade_alloc_tracker_obj)
   gtest_discover_tests(scangrade_grader_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
 endif()
+
+# Everything `make grade` needs: the judge, the prebuilt worker pieces of toolchain.json, and the
+# reference workers.
+add_custom_target(scangrade_grader DEPENDS scangrade_judge scangrade_worker_main scangrade_alloc_tracker_obj
+                                           scangrade_worker_reference scangrade_worker_student)
+if(SCANGRADE_EMULATION)
+  add_dependencies(scangrade_grader scangrade_worker_main_emu scangrade_worker_reference_emu)
+endif()
