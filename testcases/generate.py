@@ -70,6 +70,18 @@ SINGLE_PASS = {**EDGES,
     1 << 26: "2^26: the largest public input (timed by the grader)",
 }
 PERF_SIZES = {1 << 24, 1 << 26}
+# compute-sanitizer passes (GPU only; each costs seconds): racecheck on the single-block slots at small
+# n, where a missing barrier hides on real hardware; memcheck and synccheck on a few cases of every slot.
+ALL_TOOLS = ["racecheck", "memcheck", "synccheck"]
+SANITIZE = {
+    ("hillis_steele", "int32", 33): ["racecheck"],
+    ("hillis_steele", "int32", 1024): ALL_TOOLS,
+    ("hillis_steele", "float32", 1000): ["racecheck"],
+    ("blelloch", "int32", 1000): ["racecheck"],
+    ("blelloch", "int32", 2048): ALL_TOOLS,
+    ("hierarchical", "int32", 6145): ["memcheck", "synccheck"],
+    ("single_pass", "int32", 6145): ["memcheck", "synccheck"],
+}
 SPECIAL_VALUES = [("int32", "zeros"), ("int32", "ones"), ("int32", "alternating"), ("int32", "large"),
                   ("float32", "real"), ("float32", "large")]
 
@@ -95,6 +107,10 @@ class Builder:
         row = {"id": case_id, "slot": slot, "dtype": dtype, "kind": kind, "n": n, "values": values,
                "seed": len(self.rows) + 1, "why": reason}
         row.update(extra)
+        tools = SANITIZE.get((slot, dtype, n)) if values == "random" else None
+        if tools and not any(r["slot"] == slot and r["dtype"] == dtype and r["n"] == n and "sanitize" in r
+                             for r in self.rows):
+            row["sanitize"] = tools
         self.rows.append(row)
 
     def slot(self, slot: str, kinds: list[str], sizes: dict[int, str], special_n: int, real_n: int) -> None:
