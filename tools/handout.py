@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Build the student handout: a deterministic .tar.gz students unpack, fill in and `make test`.
+
+What goes in is an allow-list (ALLOW below), never "everything but ...": the four starter files,
+the contract header and the harness `make test` needs, the CPU emulation backend, the public suite,
+tools/deps.sh (without its pip step, which only the project's own Python tests need), the real
+CMakeLists.txt (it builds only the student targets when reference/ is absent), and from
+tools/handout/ a student Makefile and README. Reference solutions, the grader, the gallery, hidden
+suites, the suite generator and the emulator's own tests (whose kernels solve slots) stay out, and
+the build refuses to write the tarball when
+
+  * a file in it declares `namespace scangrade::reference` or lies under reference/,
+  * a starter file in student/ no longer calls not_implemented() (a solved file would ship),
+  * an allow-list entry matches nothing (a file was renamed: update ALLOW).
+
+Two builds from the same sources give identical bytes: sorted entries, one mtime for every entry
+(SOURCE_DATE_EPOCH, else the commit time of HEAD, else 0), uid/gid 0, no user names, modes 0644 or
+0755, and a gzip header without name or time.
+
+    python3 tools/handout.py --out scangrade-handout.tar.gz          from the working tree
+    python3 tools/handout.py --out h.tar.gz --rev v1.0               from a commit (git)
+    python3 tools/handout.py --list                                  print the file list only
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import gzip
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATES = Path(__file__).resolve().parent / "handout"
+PREFIX = "scangrade-handout"
+
+# (pattern relative to the repository, why it ships). `*` does not cross a `/`; `**/` is any depth.
+ALLOW: list[tuple[str, str]] = [
+    ("student/*.cu", "starter files (the four slots)"),
+    ("harness/include/scangrade/*.h", "contract header (student_api.h) and harness headers"),
+    ("harness/src/*.cpp", "harness: suites, inputs, oracle, checks, device and emulated runs"),
+    ("harness/tests/kernel_tests.cpp", "the kernel tests `make test` runs"),
+    ("harness/tests/bind_student.cpp", "binds the kernel tests to student/"),
+    ("harness/emulation/CMakeLists.txt", "CPU emulation backend"),
+    ("harness/emulation/README.md", "CPU emulation backend"),
+    ("harness/emulation/rewrite.py", "CPU emulation backend"),
+    ("harness/emulation/include/**/*.h", "CPU emulation backend"),
+    ("harness/emulation/src/*", "CPU emulation backend"),
+    ("testcases/public.json", "the public suite"),
+    ("CMakeLists.txt", "the build (student targets only without reference/)"),
+    ("tools/deps.sh", "dependency check (pip step removed)"),
+]
+# handout path -> template under tools/handout/
+GENERATED: dict[str, str] = {
+    "Makefile": "Makefile.student",
+    "README.md": "README.student.md",
+}
+FORBIDDEN_TEXT = b"namespace scangrade::reference"
+FORBIDDEN_DIRS = ("reference/", "grading/", "harness/grader/", "harness/emulation/tests/")
+
+# tools/deps.sh installs the project's Python test requirements; the handout has none of them.
+DEPS_PIP_BLOCK_START = "# Python packages for the grader's tests"
+
+
+class HandoutError(Exception):
+    """The handout cannot be built as specified; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str           # inside the handout, relative to PREFIX
+    data: bytes
+    executable: bool
+    why: str
+
+
+# --- sources: the working tree or a git commit ------------------------------------------------
+
+class WorkTree:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def files(self) -> list[str]:
+        out = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and d != "__pycache__"]
+            for f in filenames:
+                p = Path(dirpath, f)
+                if p.is_file() and not p.is_symlink():
+                    out.append(p.relative_to(self.root).as_posix())
+        return sorted(out)
+
+    def read(self, path: str) -> bytes:
+        return (self.root / path).read_bytes()
+
+    def executable(self, path: str) -> bool:
+        return os.access(self.root / path, os.X_OK)
+
+
+class GitRev:
+    def __init__(self, root: Path, rev: str) -> None:
+        self.root, self.rev = root, rev
+        listing = git(root, "ls-tree", "-r", "--full-tree", rev).decode()
+        self.modes: dict[str, str] = {}
+        for line in listing.splitlines():
+            meta, path = line.split("\t", 1)
+            mode, kind, _ = meta.split()
+            if kind == "blob" and mode != "120000":  # no symlinks
+                self.modes[path] = mode
+
+    def files(self) -> list[str]:
+        return sorted(self.modes)
+
+    def read(self, path: str) -> bytes:
+        return git(self.root, "show", f"{self.rev}:{path}")
+
+    def executable(self, path: str) -> bool:
+        return self.modes[path] == "100755"
+
+
+def git(root: Path, *args: str) -> bytes:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                              timeout=60).stdout
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
+        detail = getattr(e, "stderr", b"") or b""
+        raise HandoutError(f"git {' '.join(args)} failed: {detail.decode(errors='replace').strip() or e}") from e
+
+
+def default_mtime(root: Path) -> int:
+    """SOURCE_DATE_EPOCH, else the commit time of HEAD, else 0: the same for every build of a commit."""
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        return int(os.environ["SOURCE_DATE_EPOCH"])
+    try:
+        return int(git(root, "log", "-1", "--format=%ct", "HEAD").decode().strip() or 0)
+    except (HandoutError, ValueError):
+        return 0
+
+
+# --- selection ----------------------------------------------------------------------------------
+
+def matches(path: str, pattern: str) -> bool:
+    """Glob where `*` stays inside one folder and `**/` spans any number of folders (or none)."""
+    if "**/" in pattern:
+        head, tail = pattern.split("**/", 1)
+        if not path.startswith(head):
+            return False
+        rest = path[len(head):].split("/")
+        return any(matches("/".join(rest[i:]), tail) for i in range(len(rest)))
+    parts, pparts = path.split("/"), pattern.split("/")
+    return len(parts) == len(pparts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, pparts))
+
+
+def student_deps_sh(text: str) -> str:
+    """tools/deps.sh without the block that pip-installs the project's Python test requirements."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, l in enumerate(lines) if l.startswith(DEPS_PIP_BLOCK_START)), None)
+    if start is None:
+        raise HandoutError(f"tools/deps.sh: no line starting with {DEPS_PIP_BLOCK_START!r}: "
+                           "update student_deps_sh() in tools/handout.py")
+    end = next((i for i in range(start, len(lines)) if lines[i].rstrip() == "fi"), None)
+    if end is None or "requirements-dev.txt" not in "".join(lines[start:end + 1]):
+        raise HandoutError("tools/deps.sh: the pip block changed shape: update student_deps_sh() in tools/handout.py")
+    return "".join(lines[:start] + lines[end + 1:])
+
+
+def collect(source) -> list[Entry]:
+    files = source.files()
+    entries: dict[str, Entry] = {}
+    for pattern, why in ALLOW:
+        hits = [f for f in files if matches(f, pattern) and not f.endswith((".pyc", ".o", ".a"))]
+        if not hits:
+            raise HandoutError(f"allow-list entry {pattern!r} matches no file: update ALLOW in tools/handout.py")
+        for f in hits:
+            data = source.read(f)
+            if f == "tools/deps.sh":
+                data = student_deps_sh(data.decode()).encode()
+            entries.setdefault(f, Entry(f, data, source.executable(f), why))
+    for path, template in GENERATED.items():
+        t = TEMPLATES / template
+        if not t.is_file():
+            raise HandoutError(f"missing template {t}")
+        entries[path] = Entry(path, t.read_bytes(), False, f"student version of {path} (tools/handout/{template})")
+    result = [entries[k] for k in sorted(entries)]
+    verify(result)
+    return result
+
+
+def verify(entries: list[Entry]) -> None:
+    """The promises of the handout: no reference solutions, no grader or gallery, unsolved stubs."""
+    problems = []
+    for e in entries:
+        if e.path.startswith(FORBIDDEN_DIRS):
+            problems.append(f"{e.path}: under a folder that never ships ({', '.join(FORBIDDEN_DIRS)})")
+        if FORBIDDEN_TEXT in e.data:
+            problems.append(f"{e.path}: contains '{FORBIDDEN_TEXT.decode()}' (reference solution code)")
+        if "hidden" in e.path.lower():
+            problems.append(f"{e.path}: looks like a hidden suite")
+        if e.path.startswith("student/") and e.path.endswith(".cu") and b"not_implemented(" not in e.data:
+            problems.append(f"{e.path}: does not call not_implemented(): is this a solution instead of the starter file?")
+    stubs = {e.path for e in entries if e.path.startswith("student/")}
+    for slot in ("hillis_steele", "blelloch", "hierarchical", "single_pass"):
+        if f"student/{slot}.cu" not in stubs:
+            problems.append(f"student/{slot}.cu: the starter file is missing")
+    if problems:
+        raise HandoutError("refusing to build the handout:\n  " + "\n  ".join(problems))
+
+
+# --- the tarball --------------------------------------------------------------------------------
+
+def tar_bytes(entries: list[Entry], mtime: int) -> bytes:
+    """A gzip'd tar whose bytes depend only on the entries and mtime."""
+    def info(name: str, mode: int, kind: bytes = tarfile.REGTYPE, size: int = 0) -> tarfile.TarInfo:
+        ti = tarfile.TarInfo(name)
+        ti.type, ti.mode, ti.size, ti.mtime = kind, mode, size, mtime
+        ti.uid = ti.gid = 0
+        ti.uname = ti.gname = ""
+        return ti
+
+    dirs = {PREFIX}
+    for e in entries:
+        parts = e.path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            dirs.add(f"{PREFIX}/{'/'.join(parts[:i])}")
+    members: list[tuple[str, Entry | None]] = [(d, None) for d in dirs]
+    members += [(f"{PREFIX}/{e.path}", e) for e in entries]
+    members.sort(key=lambda m: m[0])
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for name, e in members:
+            if e is None:
+                tar.addfile(info(name, 0o755, tarfile.DIRTYPE))
+            else:
+                tar.addfile(info(name, 0o755 if e.executable else 0o644, size=len(e.data)), io.BytesIO(e.data))
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Build the ScanGrade student handout (starter files, contract header, harness, "
+                    "emulation backend, public suite, student Makefile and README; never reference "
+                    "solutions, the grader, the gallery or hidden suites).",
+        epilog="The contents are the allow-list ALLOW in this file plus the templates in tools/handout/.")
+    parser.add_argument("--out", type=Path, default=Path("scangrade-handout.tar.gz"),
+                        help="tarball to write (default: %(default)s)")
+    parser.add_argument("--rev", help="take the files from this git commit instead of the working tree "
+                                      "(templates still come from tools/handout/)")
+    parser.add_argument("--repo", type=Path, default=REPO, help="repository root (default: this script's)")
+    parser.add_argument("--mtime", type=int, help="timestamp of every entry (default: SOURCE_DATE_EPOCH, "
+                                                  "else HEAD's commit time, else 0)")
+    parser.add_argument("--list", action="store_true", help="print the file list and write nothing")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
+    args = parser.parse_args(argv)
+
+    try:
+        source = GitRev(args.repo, args.rev) if args.rev else WorkTree(args.repo)
+        entries = collect(source)
+        mtime = args.mtime if args.mtime is not None else default_mtime(args.repo)
+        if not args.quiet or args.list:
+            width = max(len(e.path) for e in entries)
+            for e in entries:
+                print(f"  {PREFIX}/{e.path:<{width}}  {len(e.data):>7} B  {'x ' if e.executable else '  '}{e.why}")
+        if args.list:
+            return 0
+        data = tar_bytes(entries, mtime)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_bytes(data)
+    except (HandoutError, OSError) as e:
+        print(f"handout: error: {e}", file=sys.stderr)
+        return 1
+    print(f"handout: wrote {args.out} ({len(entries)} files, {len(data)} bytes, "
+          f"sha256 {hashlib.sha256(data).hexdigest()[:16]}, from {args.rev or 'the working tree'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
