@@ -1,0 +1,236 @@
+"""The student handout (tools/handout.py): what is in the tarball, what never is, identical bytes
+across builds, and (slow, one build per scenario) that it builds where students unpack it: the four
+slots NOT IMPLEMENTED as shipped, every case passing with the reference solutions as student code."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+import handout  # noqa: E402
+
+SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
+EMULATION_MAX_N = 2**22 + 1  # kernel_tests.cpp skips larger cases on the emulation backend
+
+REQUIRED = [
+    "Makefile", "README.md", "CMakeLists.txt", "tools/deps.sh", "testcases/public.json",
+    *(f"student/{s}.cu" for s in SLOTS),
+    "harness/include/scangrade/student_api.h",
+    "harness/tests/kernel_tests.cpp", "harness/tests/bind_student.cpp",
+    "harness/src/suite.cpp", "harness/src/emulated_run.cpp",
+    "harness/emulation/CMakeLists.txt", "harness/emulation/rewrite.py",
+    "harness/emulation/include/cuda_runtime.h", "harness/emulation/src/scheduler.cpp",
+]
+
+
+def build(out: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "tools" / "handout.py"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=120, check=True)
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("handout") / "scangrade-handout.tar.gz"
+    build(out)
+    return out
+
+
+def members(path: Path) -> dict[str, tarfile.TarInfo]:
+    with tarfile.open(path) as tar:
+        return {m.name: m for m in tar.getmembers()}
+
+
+def files_of(path: Path) -> dict[str, bytes]:
+    """handout-relative path -> content of every regular file."""
+    with tarfile.open(path) as tar:
+        return {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+# --- fast: the file list ----------------------------------------------------------------------
+
+def test_allow_listed_files_present(tarball):
+    files = files_of(tarball)
+    missing = [p for p in REQUIRED if p not in files]
+    assert not missing, f"missing from the handout: {missing}"
+    # shipped files are the repository's own, except the three made for students
+    for path, data in files.items():
+        if path not in ("Makefile", "README.md", "tools/deps.sh"):
+            assert data == (REPO / path).read_bytes(), f"{path} differs from the repository's"
+    assert files["Makefile"] == (REPO / "tools/handout/Makefile.student").read_bytes()
+    assert files["README.md"] == (REPO / "tools/handout/README.student.md").read_bytes()
+
+
+def test_forbidden_files_absent(tarball):
+    files = files_of(tarball)
+    for path, data in files.items():
+        assert not path.startswith(("reference/", "grading/", "harness/grader/", "harness/emulation/tests/")), path
+        assert b"namespace scangrade::reference" not in data, f"{path} holds reference solution code"
+        assert b"namespace scangrade::baseline" not in data, f"{path} holds the CUB baseline"
+        assert "hidden" not in path.lower() and "gallery" not in path.lower(), path
+        if path.startswith("testcases/"):
+            assert path == "testcases/public.json", f"only the public suite ships, not {path}"
+        if path.startswith("harness/tests/"):
+            assert path in ("harness/tests/kernel_tests.cpp", "harness/tests/bind_student.cpp"), path
+    assert json.loads(files["testcases/public.json"])["suite"] == "public"
+    for slot in SLOTS:
+        assert b"not_implemented(" in files[f"student/{slot}.cu"], f"student/{slot}.cu is not a starter file"
+    assert sorted(p for p in files if p.startswith("student/")) == sorted(f"student/{s}.cu" for s in SLOTS)
+    # the student's deps.sh does not pip-install the project's (absent) Python test requirements
+    assert b"requirements-dev.txt" not in files["tools/deps.sh"]
+
+
+def test_deterministic(tarball, tmp_path, monkeypatch):
+    again = tmp_path / "again.tar.gz"
+    build(again)
+    assert hashlib.sha256(again.read_bytes()).hexdigest() == hashlib.sha256(tarball.read_bytes()).hexdigest()
+    infos = members(tarball)
+    names = list(infos)
+    assert names == sorted(names), "entries are not sorted"
+    assert all(n == handout.PREFIX or n.startswith(handout.PREFIX + "/") for n in names)
+    assert len({m.mtime for m in infos.values()}) == 1
+    for m in infos.values():
+        assert (m.uid, m.gid, m.uname, m.gname) == (0, 0, "", "")
+        assert m.mode in (0o644, 0o755), (m.name, oct(m.mode))
+        assert not (m.issym() or m.islnk() or m.isdev())
+    exe = {n.split("/", 1)[1] for n, m in infos.items() if m.isfile() and m.mode == 0o755}
+    assert {"tools/deps.sh", "harness/emulation/rewrite.py"} <= exe
+    # the gzip header carries neither a file name nor a time
+    head = tarball.read_bytes()[:10]
+    assert head[3] & 0x08 == 0 and head[4:8] == b"\0\0\0\0"
+
+
+def copy_sources(tmp: Path) -> Path:
+    """A minimal repository with the allow-listed files, for the refusal tests."""
+    root = tmp / "repo"
+    for e in handout.collect(handout.WorkTree(REPO)):
+        if (REPO / e.path).is_file():
+            (root / e.path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / e.path, root / e.path)
+    return root
+
+
+def test_refuses_solutions_and_missing_files(tmp_path):
+    root = copy_sources(tmp_path)
+    handout.collect(handout.WorkTree(root))  # the copy itself is fine
+
+    solved = root / "student/blelloch.cu"
+    original = solved.read_bytes()
+    solved.write_bytes(original.replace(b"not_implemented(", b"// done("))
+    with pytest.raises(handout.HandoutError, match="student/blelloch.cu: does not call not_implemented"):
+        handout.collect(handout.WorkTree(root))
+    solved.write_bytes(original)
+
+    leaked = root / "harness/src/leaked.cpp"
+    leaked.write_text("namespace scangrade::reference { void f(); }\n")
+    with pytest.raises(handout.HandoutError, match="leaked.cpp: contains 'namespace scangrade::reference'"):
+        handout.collect(handout.WorkTree(root))
+    leaked.unlink()
+
+    (root / "testcases/public.json").unlink()
+    with pytest.raises(handout.HandoutError, match="'testcases/public.json' matches no file"):
+        handout.collect(handout.WorkTree(root))
+
+
+def test_student_makefile_follows_the_project_makefile():
+    """Makefile.student is the project Makefile minus the instructors' targets: every line of it
+    (except its comments and the student-only lines) is in the project Makefile, and the project's
+    own `test` recipe is the student's."""
+    student = (REPO / "tools/handout/Makefile.student").read_text().splitlines()
+    project = (REPO / "Makefile").read_text().splitlines()
+    student_only = {".PHONY: all configure test check clean", "check: test"}
+    drift = [l for l in student if l.strip() and not l.startswith("#") and l not in student_only and l not in project]
+    assert not drift, f"Makefile.student lines not in the project Makefile (update the template): {drift}"
+
+    def recipe(lines: list[str], target: str) -> list[str]:
+        i = next(i for i, l in enumerate(lines) if l.startswith(f"{target}:"))
+        out = [lines[i]]
+        for l in lines[i + 1:]:
+            if not l.startswith("\t"):
+                break
+            out.append(l)
+        return out
+
+    for target in ("all", "configure", "test", "clean"):
+        assert recipe(student, target) == recipe(project, target), f"the `{target}` rule differs"
+
+
+def test_cli_list_prints_every_file(capsys):
+    assert handout.main(["--list"]) == 0
+    printed = capsys.readouterr().out
+    for path in REQUIRED:
+        assert f"{handout.PREFIX}/{path} " in printed
+
+
+# --- slow: build the handout where a student unpacks it -----------------------------------------
+
+def summary(output: str) -> dict[tuple[str, str], str]:
+    """(slot, dtype) -> the summary cell, from kernel_tests.cpp's table (columns of 15 and 32)."""
+    lines = output[output.rindex("ScanGrade summary:"):].splitlines()
+    cells = {}
+    for line in lines[2:2 + len(SLOTS)]:
+        slot = line[:15].strip()
+        cells[(slot, "int32")] = line[15:47].strip()
+        cells[(slot, "float32")] = line[47:].strip()
+    return cells
+
+
+def make_test(root: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "BUILD", "SUITE", "CUDA_ARCH", "SCANGRADE_SUITE")}
+    return subprocess.run(["make", "test", "JOBS=2"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=1800)
+
+
+def test_handout_builds_and_runs(tarball, tmp_path):
+    """Slow (about a minute on 2 cores): one build of the stubs, then the reference solutions as the
+    student's code, rebuilt in the same folder the way a student's edit is."""
+    if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()) or not shutil.which("cmake"):
+        pytest.skip("needs the CUDA toolkit (nvcc) and CMake to build the handout")
+    with tarfile.open(tarball) as tar:
+        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4 / 3.10.12
+            tar.extractall(tmp_path, filter="data")
+        else:
+            tar.extractall(tmp_path)
+    root = tmp_path / handout.PREFIX
+
+    # as shipped: the four slots not implemented, and that is not a failure
+    run = make_test(root)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-4000:]
+    cells = summary(out)
+    assert cells == {(s, d): "NOT IMPLEMENTED" for s in SLOTS for d in ("int32", "float32")}, out[-2000:]
+
+    # the reference solutions as student code: reference/*.cu and their headers copied into
+    # student/ (same file names as the stubs, which they replace), plus the grader's forwarding
+    # file that defines scangrade::student::* by calling scangrade::reference::* (no CUB baseline)
+    student = root / "student"
+    for f in sorted((REPO / "reference").iterdir()):
+        if f.suffix in (".cu", ".cuh", ".h") and f.name != "cub_baseline.cu":
+            shutil.copy(f, student / f.name)
+    shutil.copy(REPO / "harness/grader/reference_as_student.cpp", student / "reference_as_student.cu")
+    run = make_test(root)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-4000:]
+    emulated = "on the CPU emulation backend" in out
+    cases = json.loads((root / "testcases/public.json").read_text())["cases"]
+    expected = {}
+    for s in SLOTS:
+        for d in ("int32", "float32"):
+            rows = [c for c in cases if c["slot"] == s and c["dtype"] == d]
+            skipped = sum(1 for c in rows if emulated and c["n"] > EMULATION_MAX_N)
+            cell = f"{len(rows) - skipped}/{len(rows)} passed"
+            expected[(s, d)] = cell + (f", {skipped} skipped" if skipped else "")
+    assert summary(out) == expected, out[-4000:]
+    assert "FAILED" not in out.split("ScanGrade summary:")[-1]
