@@ -9,6 +9,8 @@
 #                   and grading-results/<name>/results.json (+ Gradescope, PrairieLearn, Autolab, JUnit)
 #   make demo       grade a bundled known-correct submission: what a full report looks like
 #   make gallery    grade every gallery submission and compare each verdict with the expected one
+#   make handout    the student tarball (stubs, contract, harness, emulation, public suite; no
+#                   reference solutions, no hidden suites): HANDOUT=scangrade-handout.tar.gz
 #   make clean      remove build/
 #
 # Variables: SCANGRADE_BACKEND=gpu|emulate (default: gpu when nvidia-smi lists one, else emulate),
@@ -25,7 +27,7 @@ endif
 STUDENT_TEST := scangrade_student_test$(if $(filter emulate,$(BACKEND)),_emu)
 export SCANGRADE_BACKEND := $(BACKEND)
 
-.PHONY: all configure test check grade demo gallery clean
+.PHONY: all configure test check grade demo gallery handout clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -55,6 +57,9 @@ demo: configure
 gallery: configure
 	cmake --build $(BUILD) -j $(JOBS) --target scangrade_grader
 	python3 grading/gallery.py --build-dir $(BUILD) --backend $(BACKEND)
+
+handout:
+	python3 tools/handout.py --out $(or $(HANDOUT),scangrade-handout.tar.gz)
 
 clean:
 	rm -rf $(BUILD)
