@@ -54,6 +54,28 @@ def detect_backend() -> str:
     return "gpu" if r.returncode == 0 and any(l.startswith("GPU ") for l in r.stdout.splitlines()) else "emulate"
 
 
+def judge_command(judge: Path, worker: Path | None, out: Path, name: str, submission: Path, backend: str,
+                  suites: list[Path], hidden_suites: list[Path], secret_file: Path | None, budget_s: float,
+                  max_n: int | None, extra: list[str] | None = None) -> list[str]:
+    """The judge's command line for one submission (grading/batch.py builds its runs with it too)."""
+    cmd = [str(judge)]
+    if worker is not None:
+        cmd += ["--worker", str(worker)]
+    cmd += ["--out", str(out / "results.json"), "--submission-name", name,
+            "--submission-path", str(Path(submission).resolve()), "--backend", backend,
+            "--build-json", str(out / "build.json")]
+    for suite in suites:
+        cmd += ["--suite", str(Path(suite).resolve())]
+    if hidden_suites:
+        for suite in hidden_suites:
+            cmd += ["--hidden-suite", str(Path(suite).resolve())]
+        cmd += ["--secret-file", str(Path(secret_file).resolve())]
+    cmd += ["--budget-s", f"{budget_s:g}"]
+    if max_n is not None:
+        cmd += ["--max-n", str(max_n)]
+    return cmd + list(extra or [])
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="grade.py", description=__doc__.split("\n\n")[0],
@@ -158,27 +180,14 @@ def main(argv: list[str] | None = None) -> int:
                 # the harness's own stub or link did not build: not the student's fault
                 return fail(EXIT_INTERNAL, "; ".join(built.harness_errors) + f" (see {out / 'build.json'})")
 
-            cmd = [str(judge)]
-            if built.worker is not None:
-                cmd += ["--worker", str(built.worker)]
-            cmd += ["--out", str(out / "results.json"), "--submission-name", sub.name,
-                    "--submission-path", str(args.submission.resolve()), "--backend", backend,
-                    "--build-json", str(out / "build.json")]
-            for suite in args.suite:
-                cmd += ["--suite", str(suite.resolve())]
-            if args.hidden_suite:
-                secret_file = args.secret_file
-                if args.secret is not None:
-                    secret_file = private / "secret"
-                    fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                    with os.fdopen(fd, "w") as f:
-                        f.write(args.secret)
-                for suite in args.hidden_suite:
-                    cmd += ["--hidden-suite", str(suite.resolve())]
-                cmd += ["--secret-file", str(Path(secret_file).resolve())]
-            cmd += ["--budget-s", f"{args.budget_s:g}"]
-            if args.max_n is not None:
-                cmd += ["--max-n", str(args.max_n)]
+            secret_file = args.secret_file
+            if args.hidden_suite and args.secret is not None:
+                secret_file = private / "secret"
+                fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "w") as f:
+                    f.write(args.secret)
+            cmd = judge_command(judge, built.worker, out, sub.name, args.submission, backend, args.suite,
+                                args.hidden_suite, secret_file, args.budget_s, args.max_n)
 
             say(f"judging on the {backend} backend (budget {args.budget_s:g} s)")
             try:

@@ -1,10 +1,13 @@
 // The judge (judge.h): suites -> inputs and oracle -> worker -> verdicts -> results.json.
 #include "judge.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -168,6 +171,9 @@ class Session {
     budget_end_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget_s));
   }
   bool budget_exhausted() const { return Clock::now() >= budget_end_; }
+  /// Seconds spent waiting for --timing-lock, and in "time" exchanges (lock held), so far.
+  double lock_wait_s() const { return lock_wait_s_; }
+  double timing_s() const { return timing_s_; }
 
   /// Default deadline of a case (seconds): gpu 10 s + 50 ns n, emulate 20 s + 3 us n; a suite's
   /// timeout_s replaces it; both are multiplied by --timeout-scale.
@@ -239,6 +245,7 @@ class Session {
   int failed_starts_ = 0;                  // consecutive workers that did not say hello
   std::optional<CaseResult> start_broken_; // after two failed starts in a row: every later case
   Clock::time_point budget_end_ = Clock::time_point::max();
+  double lock_wait_s_ = 0, timing_s_ = 0;
 };
 
 /// Reads the hello line; "" when it is fine, else the message (and sets status).
@@ -478,6 +485,20 @@ void Session::grade_typed(const Entry& e, bool want_timing, CaseResult& r) {
     harness_fault(r, "the channel folder is not writable: " + why);
     return;
   }
+  // --timing-lock: one judge times at a time; the wait is not this submission's time
+  std::optional<TimingLock> lock;
+  if (!o_.timing_lock.empty()) {
+    try {
+      lock.emplace(o_.timing_lock);
+    } catch (const std::exception& ex) {
+      std::remove(input_path(dir_, tk).c_str());
+      harness_fault(r, ex.what());
+      return;
+    }
+    lock_wait_s_ += lock->waited_s();
+    if (budget_end_ != Clock::time_point::max())
+      budget_end_ += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(lock->waited_s()));
+  }
   double tdeadline = 4 * case_deadline_s(c) + 30 * o_.timeout_scale;
   bool tcapped = false;
   const double tleft = std::chrono::duration<double>(budget_end_ - Clock::now()).count();
@@ -485,7 +506,10 @@ void Session::grade_typed(const Entry& e, bool want_timing, CaseResult& r) {
     tdeadline = std::max(tleft, 0.0);
     tcapped = true;
   }
+  const auto tstart = Clock::now();
   const Exchange t = exchange(*worker_, command(tk, tnonce, "time", c), tdeadline, tcapped, log_path_);
+  timing_s_ += seconds_since(tstart);
+  lock.reset();
   std::remove(input_path(dir_, tk).c_str());
   if (t.kind != Exchange::Reply) {
     from_exchange(t, r);
@@ -733,6 +757,26 @@ bool write_results(const std::string& path, const json& results) {
 
 }  // namespace
 
+// --- timing lock ----------------------------------------------------------------------------------------
+
+TimingLock::TimingLock(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) throw std::runtime_error("cannot open the timing lock " + path + ": " + std::strerror(errno));
+  const auto start = Clock::now();
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw std::runtime_error("cannot lock the timing lock " + path + ": " + std::strerror(err));
+  }
+  waited_s_ = seconds_since(start);
+}
+
+TimingLock::~TimingLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
 // --- command line -------------------------------------------------------------------------------------
 
 std::string usage_text() {
@@ -740,7 +784,8 @@ std::string usage_text() {
                       --submission-path PATH --backend gpu|emulate [--suite FILE]...
                       [--hidden-suite FILE (--secret S | --secret-file F)]... [--build-json FILE]
                       [--budget-s 900] [--timeout-scale 1.0] [--sanitizer auto|off]
-                      [--compute-sanitizer PATH] [--only-slot SLOT] [--max-n N] [--log-limit 65536] [--verbose]
+                      [--compute-sanitizer PATH] [--only-slot SLOT] [--max-n N] [--log-limit 65536]
+                      [--timing-lock FILE] [--verbose]
 
 Grades one submission: runs every case of the suites through the worker (the only process that links
 the student's code), checks each result against the CPU oracle and writes results.json
@@ -773,7 +818,12 @@ the student's code), checks each result against the CPU oracle and writes result
   --max-n N               grade only cases with n <= N (e.g. 4194305, the emulation cap, for quick
                           emulated runs); the others are left out of the results and the score
   --log-limit BYTES       keep at most this much of the student's output (default 65536)
-  --verbose               one progress line per case on stderr
+  --timing-lock FILE      hold an exclusive flock on FILE (created if missing) around each timed
+                          ("time") command, so that judges sharing a GPU and FILE time one case at
+                          a time; the wait does not count against --budget-s nor the case's
+                          duration_s. Prints a "phases" line on stderr at the end (as --verbose)
+  --verbose               one progress line per case on stderr; at the end a line
+                          "scangrade_judge: phases functional_s=F timing_s=T lock_wait_s=W sanitizer_s=S"
   --help                  this text
 
 Exit codes (also results.exit_code):
@@ -817,6 +867,12 @@ Options parse_args(const std::vector<std::string>& args) {
     else if (a == "--budget-s") o.budget_s = number(i);
     else if (a == "--timeout-scale") o.timeout_scale = number(i);
     else if (a == "--compute-sanitizer") o.compute_sanitizer = value(i);
+    else if (a == "--timing-lock") {
+      o.timing_lock = value(i);
+      const int fd = ::open(o.timing_lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+      if (fd < 0) throw UsageError("--timing-lock: cannot open " + o.timing_lock + ": " + std::strerror(errno));
+      ::close(fd);
+    }
     else if (a == "--verbose") o.verbose = true;
     else if (a == "--sanitizer") {
       const std::string v = value(i);
@@ -948,10 +1004,12 @@ int run_judge(const Options& o) {
   }
 
   // functional runs (and timing)
+  const auto functional_start = Clock::now();
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
     CaseResult& r = results[i];
     const auto case_start = Clock::now();
+    const double waited_before = session ? session->lock_wait_s() : 0.0;
     if (build_status == "layout_error") {
       r.status = Status::CompileError;
       r.message = "the submission could not be read as a student/ folder: " + trimmed_log(build["log"]);
@@ -967,7 +1025,7 @@ int run_judge(const Options& o) {
     } else {
       r = session->grade(e, gpu && e.c.perf);
     }
-    r.duration_s = seconds_since(case_start);
+    r.duration_s = seconds_since(case_start) - ((session ? session->lock_wait_s() : 0.0) - waited_before);
     if (!e.c.sanitize.empty() && r.sanitizer.is_null()) {
       // filled in by the sanitizer pass below when it runs this case
       r.sanitizer = {{"tools", e.c.sanitize}, {"ran", false}, {"findings", json::array()}};
@@ -976,6 +1034,8 @@ int run_judge(const Options& o) {
       std::cerr << "[" << i + 1 << "/" << entries.size() << "] " << e.c.id << ": " << name(r.status) << " ("
                 << format_seconds(r.duration_s) << " s)\n";
   }
+
+  const double functional_wall_s = seconds_since(functional_start);
 
   // sanitizer pass
   json sanitizer_pass = {{"ran", false}, {"reason", ""}};
@@ -1140,6 +1200,15 @@ int run_judge(const Options& o) {
   if (o.verbose)
     std::cerr << "scangrade_judge: " << points + perf_points_total << " / " << max_points + perf_max_total
               << " points, exit " << exit_code << "\n";
+  if (o.verbose || !o.timing_lock.empty()) {
+    // where the time went (grading/batch.py reads this line)
+    const double timing = session ? session->timing_s() : 0.0, waited = session ? session->lock_wait_s() : 0.0;
+    char line[256];
+    std::snprintf(line, sizeof line, "scangrade_judge: phases functional_s=%.3f timing_s=%.3f lock_wait_s=%.3f sanitizer_s=%.3f\n",
+                  std::max(0.0, functional_wall_s - timing - waited), timing, waited,
+                  sanitizer_pass.value("cost_s", 0.0));
+    std::cerr << line;
+  }
   return exit_code;
 }
 

@@ -37,6 +37,7 @@ struct Options {
   std::optional<Slot> only_slot;
   std::optional<std::size_t> max_n;       // grade only cases with n <= max_n
   std::size_t log_limit = 65536;
+  std::string timing_lock;                // --timing-lock FILE: exclusive flock around each "time" command
   bool verbose = false;
   bool help = false;
 };
@@ -44,6 +45,25 @@ struct Options {
 /// Bad command line: the message says what and how to fix it.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+/// An exclusive flock(2) on a file, held while the object lives; the constructor blocks until it is
+/// granted (--timing-lock: concurrent judges time one case at a time). The descriptor is
+/// close-on-exec, so a worker started while it is held cannot keep it; the kernel releases it when
+/// the process dies, so a killed judge never leaves it taken. Throws std::runtime_error when FILE
+/// cannot be opened or locked.
+class TimingLock {
+ public:
+  explicit TimingLock(const std::string& path);
+  ~TimingLock();
+  TimingLock(const TimingLock&) = delete;
+  TimingLock& operator=(const TimingLock&) = delete;
+  /// Seconds the constructor waited for the lock.
+  double waited_s() const { return waited_s_; }
+
+ private:
+  int fd_ = -1;
+  double waited_s_ = 0;
 };
 
 std::string usage_text();
