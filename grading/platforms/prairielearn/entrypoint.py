@@ -19,6 +19,8 @@ starting with "scangrade:" to the ScanGrade install in the image):
      "secret_file": "secret.txt", "slots": ["hillis_steele"], "max_n": 4194305, "budget_s": 240}
 
 "slots" grades only those slots (a question per slot): the suites are filtered to their cases.
+"budget_s" is grade.py's budget; grade.py is stopped at "timeout_s" (default budget_s + 420 s for
+compiling and the judge's grace): set info.json's externalGradingOptions.timeout above that.
 
 Output: results/results.json, always, under 1 MB. A submission that cannot be read (layout error)
 and a grader failure are `gradable: false` with the reason in format_errors, so the student does
@@ -43,7 +45,7 @@ from common import (EMULATION_MAX_N, GradeRun, fault_message, grade_command, rea
 
 PL_LIMIT = 1_000_000
 DEFAULTS = {"suites": ["scangrade:testcases/public.json"], "hidden_suites": [], "secret_file": None,
-            "slots": None, "max_n": EMULATION_MAX_N, "budget_s": 240}
+            "slots": None, "max_n": EMULATION_MAX_N, "budget_s": 240, "timeout_s": None}
 
 
 class ConfigError(Exception):
@@ -137,7 +139,7 @@ def grade(root: Path, started: float) -> dict:
         cmd = grade_command(grade_py, staged.path, build_dir=build_dir, out=out, backend=backend,
                             formats="prairielearn", suites=suites, hidden_suites=hidden, secret_file=secret,
                             max_n=config["max_n"], budget_s=budget_s)
-        run: GradeRun | None = run_grade(cmd, budget_s + 420) if grade_py.is_file() else None
+        run: GradeRun | None = run_grade(cmd, float(config["timeout_s"] or budget_s + 420)) if grade_py.is_file() else None
         doc = read_json(out / "prairielearn.json") if run and run.returncode in (0, 1, 3) else None
         if doc is None or not ("score" in doc or doc.get("gradable") is False):
             head, detail = fault_message(run, grade_py, "PrairieLearn")

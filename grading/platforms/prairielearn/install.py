@@ -62,7 +62,7 @@ def install(src: Path, build: Path, dest: Path, prefix: Path) -> list[Path]:
         copy(src / rel, Path(rel))
     for pattern in SOURCE_GLOBS:
         for p in sorted(src.glob(pattern)):
-            if p.is_file() and "__pycache__" not in p.parts:
+            if p.is_file() and "__pycache__" not in p.parts and p.name != "gallery.py":
                 copy(p, p.relative_to(src))
     # from the build: the judge and the emulate recipe's libraries, nothing else
     build_r = build.resolve()
