@@ -79,7 +79,7 @@ MAX_ID = 64
 # flags in gradebook order: build problems first, then case statuses, then harness faults
 FLAG_ORDER = ("layout_error", "compile_error", "not_implemented", "crash", "timeout", "race", "memory_error",
               "out_of_bounds_write", "input_modified", "fail", "leak", "internal_error")
-PHASES = ("unpack", "compile", "queue", "judge", "correctness", "timing", "lock_wait", "sanitizer", "export")
+PHASES = ("hash", "unpack", "compile", "queue", "judge", "correctness", "timing", "lock_wait", "sanitizer", "export")
 _PHASE_LINE = re.compile(r"phases functional_s=([\d.]+) timing_s=([\d.]+) lock_wait_s=([\d.]+) sanitizer_s=([\d.]+)")
 
 
@@ -123,21 +123,19 @@ def read_gradescope_metadata(folder: Path) -> dict[str, str]:
         text = path.read_text(errors="replace")
     except OSError:
         return found
+    fields: dict[str, dict[str, str]] = {}
     current = None
     for line in text.splitlines():
         top = re.match(r"^(submission_\d+):\s*$", line)
         if top:
             current = top.group(1)
             continue
-        field_ = re.match(r"^\s*-?\s*:(sid|email):\s*['\"]?([^'\"]*)['\"]?\s*$", line)
-        if current and field_ and field_.group(2).strip():
-            value = field_.group(2).strip()
-            if field_.group(1) == "email":
-                value = value.split("@")[0]
-            if current not in found or field_.group(1) == "sid":
-                found.setdefault(current + ":" + field_.group(1), value)
-                found[current] = found.get(current + ":sid", found.get(current + ":email", value))
-    return {k: v for k, v in found.items() if ":" not in k}
+        m = re.match(r"^\s*-?\s*:(sid|email):\s*['\"]?([^'\"]*?)['\"]?\s*$", line)
+        if current and m and m.group(2):
+            fields.setdefault(current, {}).setdefault(m.group(1), m.group(2))
+    for sub, f in fields.items():
+        found[sub] = f.get("sid") or f["email"].split("@")[0]
+    return found
 
 
 def student_id(raw_name: str, gradescope: dict[str, str] | None = None) -> tuple[str, str]:
@@ -441,8 +439,9 @@ class Batch:
             st.stamp = dict(self.stamp_base, submission_sha256=content_hash(st.entry.path))
         except OSError as exc:
             st.stamp = dict(self.stamp_base, submission_sha256=f"unreadable: {exc}")
-        if self.args.resume and self.reusable(st):
-            st.phases["unpack"] = [start, self.now()]
+        reuse = self.args.resume and self.reusable(st)
+        st.phases["hash"] = [start, self.now()]
+        if reuse:
             return None
         st.out.mkdir(parents=True, exist_ok=True)
         # nothing stale may pass for this run's results: the stamp goes first
@@ -468,7 +467,6 @@ class Batch:
             st.error = "; ".join(built.harness_errors) + f" (see {st.out / 'build.json'})"
             st.flags = ["internal_error"]
             return None
-        st.phases.setdefault("unpack", [start, self.now()])
         return built
 
     def run_judge(self, st: Student, built: BuildResult, pool: Pool, queued_at: float) -> None:
@@ -655,7 +653,9 @@ def union_length(intervals: list[list[float]]) -> float:
 
 def phase_totals(students: list[Student], n_gpus: int) -> dict[str, dict[str, float]]:
     """Per phase: sum of every student's time in it, and its wall time (the union of the intervals).
-    Timing runs inside the judges, one at a time per GPU: its wall is its sum over the GPUs."""
+    Timing runs inside the judges, one at a time per GPU: its wall is its sum over the GPUs.
+    Students reused from an earlier run are not counted."""
+    students = [st for st in students if not st.reused]
     out = {}
     for phase in PHASES:
         if phase in ("timing", "lock_wait"):
