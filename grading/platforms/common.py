@@ -9,8 +9,9 @@ Layouts (stage_submission), in this order:
 
     student/ inside the upload        only student/ is copied (a whole repository may be uploaded)
     one .zip/.tar.gz and nothing else  the archive itself goes to grade.py, which unpacks it safely
-    only files at the top level        they are copied into student/ (Gradescope and PrairieLearn
-                                       uploads of hillis_steele.cu, blelloch.cu, ... land there)
+    .cu/.cuh files at the top level    the top-level files are copied into student/ (Gradescope and
+                                       PrairieLearn uploads of hillis_steele.cu, ... land there);
+                                       folders beside them are ignored, with a note
     anything else                      copied as it is: grade.py finds one-folder-down student/ or
                                        says precisely what is wrong (layout_error)
 
@@ -75,12 +76,16 @@ def stage_submission(upload: Path, stage: Path, name: str = "submission") -> Sta
     if len(entries) == 1 and entries[0].is_file() and not entries[0].is_symlink() \
             and entries[0].name.lower().endswith(ARCHIVE_SUFFIXES):
         return Staged(entries[0], [f"unpacked {entries[0].name}"])
-    if entries and all(p.is_file() or p.is_symlink() for p in entries) \
-            and any(p.suffix.lower() in (".cu", ".cuh") for p in entries):
+    if any((p.is_file() or p.is_symlink()) and p.suffix.lower() in (".cu", ".cuh") for p in entries):
         (root / "student").mkdir(parents=True)
-        for p in entries:
+        files = [p for p in entries if p.is_symlink() or not p.is_dir()]
+        for p in files:
             _copy_entry(p, root / "student" / p.name)
-        return Staged(root, ["your files were at the top level of the upload: graded them as student/"])
+        notes = ["your files were at the top level of the upload: graded them as student/"]
+        folders = [p.name + "/" for p in entries if p not in files]
+        if folders:
+            notes.append(f"ignored the folder(s) {', '.join(folders[:5])}: only the top-level files were graded")
+        return Staged(root, notes)
     root.mkdir(parents=True)
     for p in entries:
         _copy_entry(p, root / p.name)

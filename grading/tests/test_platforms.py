@@ -228,9 +228,10 @@ def test_bundle_layout_and_contents(tmp_path):
                    "grading/platforms/gradescope/run_autograder.py", "grading/platforms/common.py",
                    "student/hillis_steele.cu", "reference/hierarchical.cu"):
         assert needed in names, needed
-    forbidden = [n for n in names if n.startswith((".git/", ".git", "build/", "grading/tests/", ".github/"))
-                 or "/gallery/" in n or "gallery/" == n[:8] or "__pycache__" in n or n.endswith(".pyc")
-                 or "hidden" in n or n.startswith("grading-results/")]
+    forbidden = [n for n in names if n.startswith((".git", "build/", "grading/tests/", "grading/gallery/"))
+                 or "__pycache__" in n or n.endswith((".pyc", ".o", ".a"))
+                 or n.startswith(("hidden/", "grading-results/"))
+                 or (n.startswith("testcases/") and n != "testcases/public.json")]
     assert not forbidden, forbidden
     assert config["hidden_suites"] == [] and config["secret_file"] is None
     assert config["suites"] == ["testcases/public.json"]
@@ -426,6 +427,14 @@ def test_stage_top_level_files(tmp_path):
     put(up, {"hillis_steele.cu": b"a", "helpers.cuh": b"b", ".DS_Store": b""})
     staged = common.stage_submission(up, tmp_path / "stage")
     assert sorted(p.name for p in (staged.path / "student").iterdir()) == ["helpers.cuh", "hillis_steele.cu"]
+
+
+def test_stage_top_level_files_beside_a_folder(tmp_path):
+    up = tmp_path / "up"
+    put(up, {"hillis_steele.cu": b"a", "notes/todo.txt": b"b"})
+    staged = common.stage_submission(up, tmp_path / "stage")
+    assert [p.name for p in (staged.path / "student").iterdir()] == ["hillis_steele.cu"]
+    assert any("ignored the folder(s) notes/" in n for n in staged.notes)
 
 
 def test_stage_student_folder_and_archive(tmp_path):
