@@ -214,11 +214,16 @@ def secret_fingerprint(secret: str | None) -> str | None:
     return hashlib.sha256(b"scangrade-batch-secret-fingerprint\0" + secret.encode()).hexdigest()[:32]
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and a rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)     # mkstemp makes 0600: give it the mode open() would
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
         os.replace(tmp, path)

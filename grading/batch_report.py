@@ -47,9 +47,14 @@ def _num(x: float) -> str:
     return f"{x:.4g}"
 
 
+def count_axis(counts: list[int]) -> int:
+    """A y maximum that makes 5 whole-number ticks."""
+    return max(5, -(-max(counts, default=0) // 5) * 5)
+
+
 def bar_chart_svg(bars: list[tuple[str, float, str]], *, svg_id: str, y_max: float, y_label: str,
                   color: str = "#4e79a7", width: int = 640, height: int = 220, label_every: int = 1,
-                  percent: bool = False) -> str:
+                  percent: bool = False, x_label: str = "", value_labels: bool = False) -> str:
     """Vertical bars: (x label, value, tooltip). The y axis runs from 0 to y_max with 5 ticks."""
     left, right, top, bottom = 48, 10, 12, 48
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -69,10 +74,15 @@ def bar_chart_svg(bars: list[tuple[str, float, str]], *, svg_id: str, y_max: flo
         x = left + i * step + (step - bw) / 2
         out.append(f'<rect x="{x:.1f}" y="{top + plot_h - h:.1f}" width="{bw:.1f}" height="{h:.1f}" '
                    f'fill="{color}"><title>{escape(title)}</title></rect>')
+        if value_labels and value > 0:
+            out.append(f'<text x="{x + bw / 2:.1f}" y="{top + plot_h - h - 3:.1f}" text-anchor="middle">'
+                       f"{_num(value)}</text>")
         if label and i % label_every == 0:
             cx = left + i * step + step / 2
             out.append(f'<text x="{cx:.1f}" y="{top + plot_h + 14}" text-anchor="middle">{escape(label)}</text>')
     out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#333"/>')
+    if x_label:
+        out.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">{escape(x_label)}</text>')
     out.append(f'<text x="12" y="{top + plot_h / 2:.1f}" transform="rotate(-90 12 {top + plot_h / 2:.1f})" '
                f'text-anchor="middle">{escape(y_label)}</text>')
     out.append("</svg>")
@@ -85,7 +95,8 @@ def score_histogram(percents: list[float]) -> str:
         counts[min(9, max(0, int(p // 10)))] += 1
     bars = [(f"{10 * i}–{10 * i + 10}", c, f"{c} submission(s) scored {10 * i}% to "
              f"{10 * i + 10}%{'' if i == 9 else ' (exclusive)'}") for i, c in enumerate(counts)]
-    return bar_chart_svg(bars, svg_id="score-histogram", y_max=max(1, max(counts)), y_label="submissions")
+    return bar_chart_svg(bars, svg_id="score-histogram", y_max=count_axis(counts), y_label="submissions",
+                         x_label="score (% of the maximum)", value_labels=True)
 
 
 def perf_histogram(slot: str, ratios: list[float]) -> str:
@@ -93,8 +104,9 @@ def perf_histogram(slot: str, ratios: list[float]) -> str:
     labels = [f"<{PERF_BINS[0][1]}" if i == 0 else (f"≥{lo:g}" if hi == float("inf") else f"{lo:g}–{hi:g}")
               for i, (lo, hi) in enumerate(PERF_BINS)]
     bars = [(lab, c, f"{c} submission(s) at {lab} × the reference's speed") for lab, c in zip(labels, counts)]
-    return bar_chart_svg(bars, svg_id=f"perf-{slot}", y_max=max(1, max(counts)), y_label="submissions",
-                         color=COLORS.get(slot, "#4e79a7"), width=480, height=200)
+    return bar_chart_svg(bars, svg_id=f"perf-{slot}", y_max=count_axis(counts), y_label="submissions",
+                         color=COLORS.get(slot, "#4e79a7"), width=520, height=220, value_labels=True,
+                         x_label="× reference speed (reference time / student time)")
 
 
 def case_stats(results: list[dict]) -> list[dict]:
@@ -177,7 +189,8 @@ def render_report(students: list, record: dict, columns: list[str], rows: list[d
                  f"{s['id']}: {s['passed']}/{s['graded']} passed") for s in mine]
         h.append(f"<h3>{escape(slot)}</h3>")
         h.append(bar_chart_svg(bars, svg_id=f"pass-{slot}", y_max=1.0, y_label="pass rate", percent=True,
-                               color=COLORS[slot], width=max(320, min(1100, 60 + 9 * len(bars))), height=180))
+                               color=COLORS[slot], width=max(320, min(1100, 60 + 9 * len(bars))), height=180,
+                               x_label=f"{len(bars)} cases in suite order (hover a bar for its id)"))
     h.append("<table><tr><th>case</th><th>slot</th><th>dtype</th><th>n</th><th>passed</th><th>rate</th>"
              "<th>other statuses</th></tr>")
     for s in stats:

@@ -406,3 +406,29 @@ def test_real_batch_on_the_emulate_backend(tmp_path):
     assert "fail" in book["swapped_7"]["flags"].split()
     assert "compile_error" in book["nocompile"]["flags"].split()
     check_report(out / "report.html")
+
+
+def test_report_with_gpu_timings(tmp_path):
+    """Perf-ratio histograms per slot from GPU results (the fake batch runs have none)."""
+    import fixtures
+    from batch_report import render_report
+    students = []
+    for i, name in enumerate(["all_pass_gpu", "mixed", "layout_error", "not_graded"]):
+        doc = fixtures.document(name)
+        st = batchmod.Student(batchmod.Entry(f"raw {i}.zip", tmp_path / f"{i}.zip", "zip", f"s{i}"), tmp_path / f"s{i}")
+        st.results, st.outcome, st.flags = doc, doc["outcome"], batchmod.flags_of(doc)
+        students.append(st)
+    students.append(batchmod.Student(batchmod.Entry("<b>x</b>", tmp_path / "x", "other", "x"), tmp_path / "x",
+                                     error="the judge exited 3 & wrote nothing", flags=["internal_error"]))
+    columns, rows = batchmod.gradebook_rows(students, tmp_path, 0.5)
+    assert "hierarchical_perf" in columns and "single_pass_perf" in columns
+    record = {"backend": "gpu", "gpus": ["0"], "suites": ["public.json"], "phase_totals":
+              batchmod.phase_totals(students, 1), "threshold": 0.5}
+    path = tmp_path / "report.html"
+    path.write_text(render_report(students, record, columns, rows))
+    p = check_report(path)
+    assert {"score-histogram", "perf-hierarchical", "perf-single_pass", "pass-hierarchical"} <= set(p.ids)
+    text = path.read_text()
+    assert "&lt;b&gt;x&lt;/b&gt;" in text and "<b>x</b>" not in text     # raw names are escaped
+    assert batchmod.flags_of(fixtures.document("not_graded")) == ["internal_error"]
+    assert batchmod.flags_of(fixtures.document("layout_error")) == ["layout_error"]
