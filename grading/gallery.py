@@ -6,6 +6,8 @@ each with expected.json: the verdict every slot must get (and, where the CPU emu
 differ, `emulation_verdicts`). This grades each entry with grade.py — plus the reference solutions
 through the prebuilt reference worker — computes each slot's verdict from results.json and prints
 a table entry × slot: expected vs got. Exit 0 when every verdict matches, 1 otherwise.
+With --results-from BATCH_DIR it grades nothing and reads the results a batch run
+(grading/batch.py over the gallery's entries) wrote: the gradebook maps each entry to its results.
 
 A slot's verdict: `pass` when every case of the slot passed; otherwise the first status present in
 this order: internal_error, compile_error, not_implemented, timeout, crash, race, memory_error,
@@ -101,6 +103,25 @@ def grade(entry: Entry, args: argparse.Namespace, toolchain: dict) -> Entry:
     return entry
 
 
+def read_batch(entries: list[Entry], batch_dir: Path) -> list[Entry]:
+    """Verdicts from a batch run's gradebook.csv (raw_name = the entry's folder name)."""
+    import csv
+    with open(batch_dir / "gradebook.csv", newline="") as f:
+        rows = {row["raw_name"]: row for row in csv.DictReader(f)}
+    found = []
+    for entry in entries:
+        row = rows.get(entry.name)
+        if row is None:
+            continue  # not in this batch (the reference is graded by gallery.py itself)
+        results = batch_dir / row["results"] if row.get("results") else None
+        if results is None or not results.is_file():
+            entry.error = f"the batch has no results for {entry.name} ({row.get('outcome')}: {row.get('flags')})"
+        else:
+            entry.got = slot_verdicts(json.loads(results.read_text()))
+        found.append(entry)
+    return found
+
+
 def print_table(entries: list[Entry], backend: str) -> None:
     """One row per entry: each slot's verdict, and `!=expected` where it differs."""
     rows = [("entry", *SLOTS, "")]
@@ -144,6 +165,8 @@ def main() -> int:
                         help=f"grade only cases with n <= N (default on the emulate backend: {EMULATION_CAP})")
     parser.add_argument("--timeout-s", type=float, default=1200, help="per entry")
     parser.add_argument("--json", type=Path, help="also write the verdicts here")
+    parser.add_argument("--results-from", type=Path, metavar="BATCH_DIR",
+                        help="read a batch run's results instead of grading (see above)")
     args = parser.parse_args()
     if args.backend == "auto":
         args.backend = detect_backend()
@@ -158,8 +181,11 @@ def main() -> int:
         print("gallery: this build has no emulation backend (Boost.Context missing?)", file=sys.stderr)
         return 3
     entries = load_entries(args.backend, args.entries.split(",") if args.entries else None)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        entries = list(pool.map(lambda e: grade(e, args, toolchain), entries))
+    if args.results_from:
+        entries = read_batch(entries, args.results_from)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            entries = list(pool.map(lambda e: grade(e, args, toolchain), entries))
     print_table(entries, args.backend)
     if args.json:
         args.json.write_text(json.dumps({e.name: {"expected": e.expected, "got": e.got, "error": e.error}
