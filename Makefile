@@ -9,6 +9,8 @@
 #                   and grading-results/<name>/results.json (+ Gradescope, PrairieLearn, Autolab, JUnit)
 #   make demo       grade a bundled known-correct submission: what a full report looks like
 #   make gallery    grade every gallery submission and compare each verdict with the expected one
+#   make gradescope the Gradescope autograder zip (emulation backend): BUNDLE=..., BUNDLE_FLAGS="--hidden-suite F --secret-file S"
+#   make batch      grade a folder of submissions: SUBMISSIONS=dir [OUT=dir]: gradebook.csv, report.html
 #   make handout    the student tarball (stubs, contract, harness, emulation, public suite; no
 #                   reference solutions, no hidden suites): HANDOUT=scangrade-handout.tar.gz
 #   make clean      remove build/
@@ -27,7 +29,7 @@ endif
 STUDENT_TEST := scangrade_student_test$(if $(filter emulate,$(BACKEND)),_emu)
 export SCANGRADE_BACKEND := $(BACKEND)
 
-.PHONY: all configure test check grade demo gallery handout clean
+.PHONY: all configure test check grade demo gallery batch gradescope handout clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -57,6 +59,13 @@ demo: configure
 gallery: configure
 	cmake --build $(BUILD) -j $(JOBS) --target scangrade_grader
 	python3 grading/gallery.py --build-dir $(BUILD) --backend $(BACKEND)
+
+batch: configure
+	cmake --build $(BUILD) -j $(JOBS) --target scangrade_grader
+	python3 grading/batch.py $(SUBMISSIONS) --out $(or $(OUT),grading-results/batch) --build-dir $(BUILD) --backend $(BACKEND) $(if $(SUITE),--suite $(SUITE)) $(GRADE_FLAGS)
+
+gradescope:
+	python3 grading/platforms/gradescope/make_bundle.py --out $(or $(BUNDLE),scangrade-gradescope.zip) $(BUNDLE_FLAGS)
 
 handout:
 	python3 tools/handout.py --out $(or $(HANDOUT),scangrade-handout.tar.gz)

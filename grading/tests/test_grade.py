@@ -184,7 +184,8 @@ needs_real_build = pytest.mark.skipif(not REAL_TOOLCHAIN.is_file(),
 def test_real_judge_grades_a_layout_error(tmp_path):
     sub = make_submission(tmp_path / "flat", {"hillis_steele.cu": "// at the top\n"})
     out = tmp_path / "out"
-    r = grade(sub, "--out", out, "--build-dir", REAL_BUILD, "--backend", "gpu")
+    backend = "gpu" if "nvcc" in json.loads(REAL_TOOLCHAIN.read_text()) else "emulate"   # SCANGRADE_CUDA=OFF
+    r = grade(sub, "--out", out, "--build-dir", REAL_BUILD, "--backend", backend)
     assert r.returncode == 1, r.stdout + r.stderr
     results = json.loads((out / "results.json").read_text())
     assert_valid(results, "results")

@@ -3,6 +3,7 @@
 set(SCANGRADE_GRADER_DIR "${CMAKE_SOURCE_DIR}/harness/grader")
 
 # --- worker ---------------------------------------------------------------------------------------
+if(SCANGRADE_CUDA)
 # The alloc tracker as objects: compiled into every worker (its cudaMalloc/cudaFree must win over the
 # shared runtime's) and named in toolchain.json for submissions linked without CMake.
 add_library(scangrade_alloc_tracker_obj OBJECT ${SCANGRADE_ALLOC_TRACKER})
@@ -31,6 +32,7 @@ scangrade_add_worker(scangrade_worker_student scangrade_student)
 add_library(scangrade_reference_as_student STATIC ${SCANGRADE_GRADER_DIR}/reference_as_student.cpp)
 target_link_libraries(scangrade_reference_as_student PUBLIC scangrade_reference)
 scangrade_add_worker(scangrade_worker_reference scangrade_reference_as_student)
+endif()
 
 # The same worker over the CPU emulation backend: no timing; each check runs under several thread
 # orders (emulated_run.h) and the reply says when results differ.
@@ -84,6 +86,7 @@ if(SCANGRADE_EMULATION)
     \"reference_worker\": \"$<TARGET_FILE:scangrade_worker_reference_emu>\"
   }")
 endif()
+if(SCANGRADE_CUDA)
 file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"version\": \"${PROJECT_VERSION}\",
   \"nvcc\": \"${CMAKE_CUDA_COMPILER}\",
@@ -95,6 +98,15 @@ file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"student_worker\": \"$<TARGET_FILE:scangrade_worker_student>\"${scangrade_emulate_json}
 }
 ")
+else()
+# no nvcc: the emulate recipe only (grade.py --backend gpu then says this build has no GPU recipe)
+file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
+  \"version\": \"${PROJECT_VERSION}\",
+  \"cxx\": \"${CMAKE_CXX_COMPILER}\",
+  \"judge\": \"$<TARGET_FILE:scangrade_judge>\"${scangrade_emulate_json}
+}
+")
+endif()
 
 # --- tests ----------------------------------------------------------------------------------------
 if(SCANGRADE_BUILD_TESTS)
@@ -102,6 +114,8 @@ if(SCANGRADE_BUILD_TESTS)
   target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_GRADER_DIR})
   target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
 
+endif()
+if(SCANGRADE_BUILD_TESTS AND SCANGRADE_CUDA)
   # A known-racy submission (in-place Hillis-Steele): the GPU test expects racecheck to catch it.
   add_library(scangrade_racy_student STATIC ${SCANGRADE_GRADER_DIR}/tests/racy/slots.cu)
   target_link_libraries(scangrade_racy_student PUBLIC scangrade_core)
@@ -130,8 +144,11 @@ endif()
 
 # Everything `make grade` needs: the judge, the prebuilt worker pieces of toolchain.json, and the
 # reference workers.
-add_custom_target(scangrade_grader DEPENDS scangrade_judge scangrade_worker_main scangrade_alloc_tracker_obj
-                                           scangrade_worker_reference scangrade_worker_student)
+add_custom_target(scangrade_grader DEPENDS scangrade_judge)
+if(SCANGRADE_CUDA)
+  add_dependencies(scangrade_grader scangrade_worker_main scangrade_alloc_tracker_obj
+                                    scangrade_worker_reference scangrade_worker_student)
+endif()
 if(SCANGRADE_EMULATION)
   add_dependencies(scangrade_grader scangrade_worker_main_emu scangrade_worker_reference_emu)
 endif()
