@@ -66,9 +66,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build import BuildResult, Recipe, ToolchainError, build, read_toolchain, write_layout_error  # noqa: E402
+from build import BuildResult, Recipe, ToolchainError, build, write_layout_error  # noqa: E402
 from exporters import FILE_NAMES, ResultsError, fmt_points, load_results, parse_formats, write_exports  # noqa: E402
-from grade import JUDGE_GRACE_S, detect_backend, judge_command  # noqa: E402
+from grade import JUDGE_GRACE_S, judge_command, load_grader  # noqa: E402
 from submission import JUNK_NAMES, SLOTS, load_submission  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -780,12 +780,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.secret_file and not args.secret_file.is_file():
         return fail(EXIT_BAD_INPUT, f"secret file {args.secret_file} not found")
     try:
-        toolchain = read_toolchain(args.build_dir)
-        judge = Path(toolchain.get("judge") or "")
-        if not toolchain.get("judge") or not judge.is_file() or not os.access(judge, os.X_OK):
-            raise ToolchainError(f"the judge ({toolchain.get('judge')}) is not built: run `make` first")
-        backend = detect_backend() if args.backend == "auto" else args.backend
-        recipe = Recipe.from_toolchain(toolchain, backend)
+        toolchain, judge, backend, recipe = load_grader(args.build_dir, args.backend)
     except ToolchainError as exc:
         return fail(EXIT_INTERNAL, str(exc))
     gpus: list[str] = []

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "grading"))
+from grade import detect_backend  # noqa: E402
 GALLERY = REPO / "grading" / "gallery"
 SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
 VERDICT_ORDER = ("internal_error", "compile_error", "not_implemented", "timeout", "crash", "race", "memory_error",
@@ -143,13 +145,6 @@ def print_table(entries: list[Entry], backend: str) -> None:
     for e in bad:
         for m in e.mismatches():
             print(f"MISMATCH {e.name}: {m}")
-
-
-def detect_backend() -> str:
-    try:
-        return "gpu" if subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0 else "emulate"
-    except (OSError, subprocess.TimeoutExpired):
-        return "emulate"
 
 
 def main() -> int:

@@ -54,6 +54,17 @@ def detect_backend() -> str:
     return "gpu" if r.returncode == 0 and any(l.startswith("GPU ") for l in r.stdout.splitlines()) else "emulate"
 
 
+def load_grader(build_dir: Path, backend: str) -> tuple[dict, Path, str, Recipe]:
+    """The built grader: toolchain.json, the judge, the backend (auto resolved) and its compile recipe.
+    Raises ToolchainError with what to do when something is not built."""
+    toolchain = read_toolchain(build_dir)
+    judge = Path(toolchain.get("judge") or "")
+    if not toolchain.get("judge") or not judge.is_file() or not os.access(judge, os.X_OK):
+        raise ToolchainError(f"the judge ({toolchain.get('judge')}) is not built: run `make` first")
+    backend = detect_backend() if backend == "auto" else backend
+    return toolchain, judge, backend, Recipe.from_toolchain(toolchain, backend)
+
+
 def judge_command(judge: Path, worker: Path | None, out: Path, name: str, submission: Path, backend: str,
                   suites: list[Path], hidden_suites: list[Path], secret_file: Path | None, budget_s: float,
                   max_n: int | None, extra: list[str] | None = None) -> list[str]:
@@ -145,12 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(EXIT_BAD_INPUT, f"submission {args.submission} not found")
 
     try:
-        toolchain = read_toolchain(args.build_dir)
-        judge = Path(toolchain.get("judge") or "")
-        if not toolchain.get("judge") or not judge.is_file() or not os.access(judge, os.X_OK):
-            raise ToolchainError(f"the judge ({toolchain.get('judge')}) is not built: run `make` first")
-        backend = detect_backend() if args.backend == "auto" else args.backend
-        recipe = Recipe.from_toolchain(toolchain, backend)
+        toolchain, judge, backend, recipe = load_grader(args.build_dir, args.backend)
     except ToolchainError as exc:
         return fail(EXIT_INTERNAL, str(exc))
 
