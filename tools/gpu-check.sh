@@ -7,17 +7,21 @@
 #   3. the reference over the public suite, and a fresh student/ (the four stubs), as `make test`
 #   4. a full grade of a bundled submission on the GPU (timings, × reference, × CUB)
 #   5. the whole gallery graded on the GPU, every verdict compared with the expected one
-#   tools/gpu-check.sh [all|core|gallery]     (core: steps 1-4; gallery: steps 1 and 5; default all)
+#   6. (batch) the gallery's submissions graded as a class with grading/batch.py: the gradebook's
+#      verdicts compared with the expected ones, timing one case at a time
+#   tools/gpu-check.sh [all|core|gallery|batch|final]
+#      core: 1-4; gallery: 1 and 5; batch: 1 and 6; final: 1-4 and 6; all: 1-5 (default)
 # Prints a summary last; logs and results go to $OUT (default: build-gpu/logs).
 # Needs: nvcc, cmake, GoogleTest; nlohmann/json installed or in .deps/include/nlohmann/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build-gpu
 PHASE=${1:-all}
-case "$PHASE" in all|core|gallery) ;; *) echo "usage: $0 [all|core|gallery]" >&2; exit 2;; esac
-run_core() { [ "$PHASE" != gallery ]; }
-run_gallery() { [ "$PHASE" != core ]; }
-ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=-
+case "$PHASE" in all|core|gallery|batch|final) ;; *) echo "usage: $0 [all|core|gallery|batch|final]" >&2; exit 2;; esac
+run_core() { [ "$PHASE" = all ] || [ "$PHASE" = core ] || [ "$PHASE" = final ]; }
+run_gallery() { [ "$PHASE" = all ] || [ "$PHASE" = gallery ]; }
+run_batch() { [ "$PHASE" = batch ] || [ "$PHASE" = final ]; }
+ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=-
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -60,6 +64,18 @@ python3 grading/gallery.py --backend gpu --build-dir "$BUILD" --out "$LOGS/galle
 gallery_rc=$?
 fi
 
+if run_batch; then
+step "batch: the gallery's submissions graded as a class"
+rm -rf "$LOGS/class" "$LOGS/batch" && mkdir -p "$LOGS/class"
+for entry in grading/gallery/*/; do [ -f "$entry/expected.json" ] && cp -r "$entry" "$LOGS/class/"; done
+python3 grading/batch.py "$LOGS/class" --out "$LOGS/batch" --backend gpu --build-dir "$BUILD" \
+  --budget-s 150 --formats all >"$LOGS/batch.log" 2>&1
+batch_rc=$?
+python3 grading/gallery.py --backend gpu --build-dir "$BUILD" --results-from "$LOGS/batch" \
+  >"$LOGS/batch-verdicts.log" 2>&1
+verdicts_rc=$?
+fi
+
 echo
 echo "================ GPU check summary ================"
 cat "$LOGS/device.txt"
@@ -70,8 +86,13 @@ if run_core; then
   grep -E "tests passed" "$LOGS/ctest.log" | sed 's/^/ctest: /'
 fi
 run_gallery && cat "$LOGS/gallery.log"
-printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s\n' \
-  "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc"
+if run_batch; then
+  grep -E "^batch: [0-9]+ submission" "$LOGS/batch.log"
+  cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv" | column -s, -t 2>/dev/null || cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv"
+  cat "$LOGS/batch-verdicts.log"
+fi
+printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s\n' \
+  "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc"
 ok() { [ "$1" = 0 ] || [ "$1" = - ]; }
-ok "$ctest_rc" && ok "$selftest_rc" && ok "$demo_rc" && ok "$gallery_rc" &&
+ok "$ctest_rc" && ok "$selftest_rc" && ok "$demo_rc" && ok "$gallery_rc" && ok "$batch_rc" && ok "$verdicts_rc" &&
   { ! run_core || grep -q "NOT IMPLEMENTED" "$LOGS/student.log"; }
