@@ -27,9 +27,11 @@ Student ids (a stable folder name; the raw entry name is kept in the gradebook):
 
 Concurrency: submissions compile in parallel (--jobs at once, one compile process each, so no more
 than --jobs compilers run); judges run in one pool per GPU (CUDA_VISIBLE_DEVICES set for the pool,
---judges-per-gpu judges each) and take DIR/locks/gpu<N>.lock with the judge's --timing-lock, so timed
-cases run one at a time per GPU while other submissions' correctness runs go on. On the emulate
-backend one pool of --jobs judges shares the CPU slots with the compiles.
+--judges-per-gpu judges each) and share DIR/locks/gpu<N>.lock through the judge's --gpu-lock:
+correctness and compute-sanitizer runs of several submissions go on side by side, and a judge times
+its submission's perf cases with the GPU to itself. The reference, CUB and copy baselines are timed
+once per case and GPU and kept in DIR/locks/baselines-gpu<N>.json (the judge's --baseline-cache). On
+the emulate backend one pool of --jobs judges shares the CPU slots with the compiles.
 
 Resume (default): a student whose stamp.json matches this run is not graded again. The stamp holds
 the submission's content hash, the suites' sha256s, the harness version (toolchain.json), the
@@ -477,7 +479,10 @@ class Batch:
     def run_judge(self, st: Student, built: BuildResult, pool: Pool, queued_at: float) -> None:
         st.phases["queue"] = [queued_at, self.now()]
         st.gpu = pool.name if self.backend == "gpu" else None
-        extra = ["--verbose"] + (["--timing-lock", str(pool.lock_file)] if pool.lock_file else [])
+        extra = ["--verbose"]
+        if pool.lock_file:
+            extra += ["--gpu-lock", str(pool.lock_file),
+                      "--baseline-cache", str(pool.lock_file.with_name(f"baselines-gpu{pool.name}.json"))]
         cmd = judge_command(self.judge, built.worker, st.out, st.entry.student_id, st.entry.path, self.backend,
                             self.args.suite, self.args.hidden_suite, self.args.secret_file, self.args.budget_s,
                             self.args.max_n, extra)
@@ -710,7 +715,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="CPU slots: submissions compiled at once, and emulated judges (default: CPU count)")
     parser.add_argument("--gpus", default="auto", help="auto (CUDA_VISIBLE_DEVICES, else nvidia-smi -L) or a "
-                        "comma list of GPU indices; one judge pool and one timing lock per GPU")
+                        "comma list of GPU indices; one judge pool and one GPU lock per GPU")
     parser.add_argument("--judges-per-gpu", type=int, default=None,
                         help="judges running at once per GPU (default: --jobs split over the GPUs; emulate: --jobs)")
     parser.add_argument("--max-n", type=int, default=None, help="grade only cases with n <= N (4194305: the emulation cap)")

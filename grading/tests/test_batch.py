@@ -1,5 +1,5 @@
 """batch.py with the fake compiler and a FAKE judge (it writes schema-valid results built from the
-build.json it is given, counts its runs in a file, can crash, sleep and hold the timing lock), plus
+build.json it is given, counts its runs in a file, can crash, sleep and hold the GPU lock), plus
 one real end-to-end batch on the emulate backend when the build is there."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ BATCH = GRADING / "batch.py"
 # everything is compile_error on a layout error; a submission named *crash* exits 3 with nothing
 # written, *racy* gets a race in hillis_steele. Appends "<name> <start> <end>" to $FAKE_COUNTER.
 # $FAKE_SLEEP: seconds to sleep first. $FAKE_TIME_S: a fake "time step" that holds the
-# --timing-lock file (flock) that long and appends "<lock> <cuda> <start> <end>" to $FAKE_LOCKLOG.
+# --gpu-lock file (flock) that long and appends "<lock> <cuda> <start> <end>" to $FAKE_LOCKLOG.
 FAKE_JUDGE = r'''
 import fcntl, json, os, sys, time
 from pathlib import Path
@@ -42,14 +42,14 @@ def opt(name):
 name = opt("--submission-name")
 start = time.time()
 time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
-if os.environ.get("FAKE_TIME_S") and opt("--timing-lock"):
-    with open(opt("--timing-lock"), "a+") as lk:
+if os.environ.get("FAKE_TIME_S") and opt("--gpu-lock"):
+    with open(opt("--gpu-lock"), "a+") as lk:
         fcntl.flock(lk, fcntl.LOCK_EX)
         t0 = time.time()
         time.sleep(float(os.environ["FAKE_TIME_S"]))
         t1 = time.time()
         with open(os.environ["FAKE_LOCKLOG"], "a") as f:
-            f.write(f"{opt('--timing-lock')} {os.environ.get('CUDA_VISIBLE_DEVICES')} {t0} {t1}\n")
+            f.write(f"{opt('--gpu-lock')} {os.environ.get('CUDA_VISIBLE_DEVICES')} {t0} {t1}\n")
         fcntl.flock(lk, fcntl.LOCK_UN)
 if "crash" in name:
     print("fake judge: crashing", file=sys.stderr)
@@ -320,7 +320,7 @@ def test_secret_is_fingerprinted_never_stored(tmp_path, fake_env):
     assert len(judged(fake_env["counter"])) == n + 1      # a new secret regrades
 
 
-# --- timing lock and GPU pools ------------------------------------------------------------------------------
+# --- GPU lock and GPU pools ------------------------------------------------------------------------------
 
 def test_gpu_pools_time_one_at_a_time_per_gpu(tmp_path, fake_env):
     subs, out = tmp_path / "subs", tmp_path / "out"

@@ -126,7 +126,7 @@ if(SCANGRADE_BUILD_TESTS AND SCANGRADE_CUDA)
     ${SCANGRADE_GRADER_DIR}/tests/test_units.cpp
     ${SCANGRADE_GRADER_DIR}/tests/test_judge.cpp
     ${SCANGRADE_GRADER_DIR}/tests/test_toolchain.cpp
-    ${SCANGRADE_GRADER_DIR}/tests/test_timing_lock.cpp
+    ${SCANGRADE_GRADER_DIR}/tests/test_gpu_lock.cpp
     ${SCANGRADE_GRADER_DIR}/tests/test_gpu_reference.cpp)
   target_link_libraries(scangrade_grader_tests PRIVATE scangrade_judge_lib GTest::gtest_main)
   target_compile_definitions(scangrade_grader_tests PRIVATE

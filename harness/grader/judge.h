@@ -37,7 +37,8 @@ struct Options {
   std::optional<Slot> only_slot;
   std::optional<std::size_t> max_n;       // grade only cases with n <= max_n
   std::size_t log_limit = 65536;
-  std::string timing_lock;                // --timing-lock FILE: exclusive flock around each "time" command
+  std::string gpu_lock;                   // --gpu-lock FILE: shared around GPU use, exclusive around timing
+  std::string baseline_cache;             // --baseline-cache FILE: baselines timed once per batch and GPU
   bool verbose = false;
   bool help = false;
 };
@@ -47,17 +48,22 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// An exclusive flock(2) on a file, held while the object lives; the constructor blocks until it is
-/// granted (--timing-lock: concurrent judges time one case at a time). The descriptor is
-/// close-on-exec, so a worker started while it is held cannot keep it; the kernel releases it when
-/// the process dies, so a killed judge never leaves it taken. Throws std::runtime_error when FILE
-/// cannot be opened or locked.
-class TimingLock {
+/// The lock of one GPU shared by several judges (--gpu-lock FILE), held while the object lives:
+/// Shared around every use of the GPU that is not timed (functional runs, compute-sanitizer runs),
+/// Exclusive around a submission's timed cases, so that timings are taken with the GPU to one
+/// judge. Every acquisition first passes a turnstile (an exclusive flock on FILE.gate, held until
+/// FILE is granted), so a judge waiting to time holds back new shared holders instead of waiting
+/// for a moment when none is left. flock(2) locks: the descriptors are close-on-exec, so a worker
+/// started while one is held cannot keep it, and the kernel releases them when the process dies,
+/// so a killed judge never leaves the GPU taken. The constructor blocks until the lock is granted
+/// and throws std::runtime_error when a file cannot be opened or locked.
+class GpuLock {
  public:
-  explicit TimingLock(const std::string& path);
-  ~TimingLock();
-  TimingLock(const TimingLock&) = delete;
-  TimingLock& operator=(const TimingLock&) = delete;
+  enum Mode { Shared, Exclusive };
+  GpuLock(const std::string& path, Mode mode);
+  ~GpuLock();
+  GpuLock(const GpuLock&) = delete;
+  GpuLock& operator=(const GpuLock&) = delete;
   /// Seconds the constructor waited for the lock.
   double waited_s() const { return waited_s_; }
 

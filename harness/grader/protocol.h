@@ -7,10 +7,16 @@
 //                                          "context_broken", "leaked_bytes", "leak_detail", "out_bytes",
 //                                          "race"}   (race: emulation workers run each check under
 //                                          several thread orders; non-empty when results differ)
-//                                 time:   {"k", "nonce", "error", "harness_error", "context_broken", "timing"}
+//                                 time:   {"k", "nonce", "error", "harness_error", "context_broken", "timing",
+//                                          "baselines": {"reference_ms", "cub_ms", "copy_ms", "measured"}}
 //   stdin (judge -> worker)     one JSON command per line:
 //                                 {"k", "nonce", "mode": "check"|"time", "slot", "dtype", "kind", "n"}
-//   DIR/in-K.bin                the input: n little-endian int32 or float32 (written by the judge)
+//                               "time" also has "id", "values", "seed" (the input's seed, secret mixed
+//                               in): the worker makes the input itself (inputs.h; a timed input is not
+//                               checked, so it need not come from the judge), and "baselines": null
+//                               (measure them) or the cached {"reference_ms", "cub_ms", "copy_ms"}
+//   DIR/in-K.bin                "check": the input, n little-endian int32 or float32 (written by the
+//                               judge)
 //   DIR/out-K.bin               output[n] ++ guard_before[64] ++ guard_after[64] ++ input_after[n]
 //                               (written by the worker to a temporary name, then renamed; only when
 //                               the slot ran without error and is implemented)
@@ -23,13 +29,12 @@
 #include <cstring>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace scangrade::grader {
@@ -52,36 +57,100 @@ inline std::string output_path(const std::string& dir, std::uint64_t k) {
 /// Size of DIR/out-K.bin for n elements.
 inline std::uint64_t output_bytes(std::uint64_t n) { return (2 * n + 2 * kGuardCount) * kElementBytes; }
 
-/// Writes `bytes` to `path` through a temporary name and a rename (readers never see half a file).
-/// Returns "" or what went wrong.
-inline std::string write_file_atomic(const std::string& path, const void* data, std::size_t bytes) {
+/// One piece of a file: `bytes` bytes at `data` (written or read in order, without a staging copy).
+struct Part {
+  void* data;
+  std::size_t bytes;
+};
+
+/// Writes the parts, in order, to `path` through a temporary name and a rename (readers never see
+/// half a file). Returns "" or what went wrong.
+inline std::string write_parts_atomic(const std::string& path, const std::vector<Part>& parts) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
-  const char* p = static_cast<const char*>(data);
-  std::size_t left = bytes;
-  while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      return "cannot write " + tmp + ": " + why;
+  for (const Part& part : parts) {
+    const char* p = static_cast<const char*>(part.data);
+    std::size_t left = part.bytes;
+    while (left > 0) {
+      const ssize_t w = ::write(fd, p, left);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const std::string why = std::strerror(errno);
+        ::close(fd);
+        return "cannot write " + tmp + ": " + why;
+      }
+      p += w;
+      left -= static_cast<std::size_t>(w);
     }
-    p += w;
-    left -= static_cast<std::size_t>(w);
   }
   if (::close(fd) != 0) return "cannot close " + tmp + ": " + std::strerror(errno);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) return "cannot rename " + tmp + ": " + std::strerror(errno);
   return "";
 }
 
+/// Writes `bytes` to `path` atomically (write_parts_atomic). Returns "" or what went wrong.
+inline std::string write_file_atomic(const std::string& path, const void* data, std::size_t bytes) {
+  return write_parts_atomic(path, {Part{const_cast<void*>(data), bytes}});
+}
+
+/// The size of the file at `path`, or nullopt when it cannot be opened.
+inline std::optional<std::uint64_t> file_bytes(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+/// Fills the parts, in order, from `path`, which must hold exactly their total size. Returns "" or
+/// what went wrong.
+inline std::string read_parts(const std::string& path, const std::vector<Part>& parts) {
+  std::uint64_t total = 0;
+  for (const Part& part : parts) total += part.bytes;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_size) != total) {
+    ::close(fd);
+    return path + " holds " + std::to_string(st.st_size) + " bytes, expected " + std::to_string(total);
+  }
+  for (const Part& part : parts) {
+    char* p = static_cast<char*>(part.data);
+    std::size_t left = part.bytes;
+    while (left > 0) {
+      const ssize_t r = ::read(fd, p, left);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        const std::string why = r == 0 ? std::string("it ended early") : std::strerror(errno);
+        ::close(fd);
+        return "cannot read " + path + ": " + why;
+      }
+      p += r;
+      left -= static_cast<std::size_t>(r);
+    }
+  }
+  ::close(fd);
+  return "";
+}
+
 /// The whole file, or nullopt when it cannot be read.
 inline std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string data;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) data.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {  // to the end, whatever the size said (a log may grow while it is read)
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (r == 0) break;
+    data.append(buf, static_cast<std::size_t>(r));
+  }
+  ::close(fd);
   return data;
 }
 

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,7 @@
 #include "scangrade/emulated_run.h"
 #endif
 #include "scangrade/implementation.h"
+#include "scangrade/inputs.h"
 #include "worker_timing.h"
 
 SCANGRADE_IMPLEMENTATION(scangrade_worker_binding, "student", scangrade::student)
@@ -70,6 +72,13 @@ struct Command {
   DType dtype = DType::Int32;
   ScanKind kind = ScanKind::Inclusive;
   std::uint64_t n = 0;
+  // "time" only: the input is made here from the case (inputs.h), and the baselines may be given
+  std::string id;
+  ValueKind values = ValueKind::Random;
+  std::uint64_t seed = 0;
+#ifdef SCANGRADE_WORKER_TIMING
+  std::optional<Baselines> baselines;
+#endif
 };
 
 Command parse_command(const std::string& line) {
@@ -86,24 +95,27 @@ Command parse_command(const std::string& line) {
   c.dtype = *dtype;
   c.kind = *kind;
   c.n = j.at("n").get<std::uint64_t>();
+  if (c.mode == "time") {
+    c.id = j.at("id").get<std::string>();
+    const auto values = parse_value_kind(j.at("values").get<std::string>());
+    if (!values) throw std::runtime_error("unknown values in command: " + line);
+    c.values = *values;
+    c.seed = j.at("seed").get<std::uint64_t>();
+#ifdef SCANGRADE_WORKER_TIMING
+    if (const json& b = j.at("baselines"); !b.is_null())
+      c.baselines = Baselines{b.at("reference_ms").get<double>(), b.at("cub_ms").get<double>(),
+                              b.at("copy_ms").get<double>()};
+#endif
+  }
   return c;
 }
 
 template <typename T>
 std::vector<T> read_input(const std::string& dir, const Command& c) {
-  const auto data = read_file(input_path(dir, c.k));
-  if (!data) throw std::runtime_error("cannot read " + input_path(dir, c.k));
-  if (data->size() != c.n * sizeof(T))
-    throw std::runtime_error(input_path(dir, c.k) + " holds " + std::to_string(data->size()) + " bytes, expected " +
-                             std::to_string(c.n * sizeof(T)));
   std::vector<T> input(c.n);
-  if (c.n) std::memcpy(input.data(), data->data(), data->size());
+  const std::string why = read_parts(input_path(dir, c.k), {Part{input.data(), c.n * sizeof(T)}});
+  if (!why.empty()) throw std::runtime_error(why);
   return input;
-}
-
-template <typename T>
-void append(std::string& out, const std::vector<T>& v) {
-  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
 
 /// mode "check": one guarded call; returns false when this process cannot run more cases.
@@ -112,9 +124,9 @@ bool check(const std::string& dir, const Command& c, json& r) {
   const std::vector<T> input = read_input<T>(dir, c);
   const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.slot, c.kind);
 #ifdef SCANGRADE_EMULATED
-  const RunRecord<T> run = run_emulated(fn, input);  // under several thread orders: races show
+  RunRecord<T> run = run_emulated(fn, input);  // under several thread orders: races show
 #else
-  const RunRecord<T> run = run_on_device(fn, input);
+  RunRecord<T> run = run_on_device(fn, input);
 #endif
   r["not_implemented"] = run.not_implemented;
   r["race"] = run.race;
@@ -124,15 +136,14 @@ bool check(const std::string& dir, const Command& c, json& r) {
   r["leak_detail"] = run.leak_detail;
   r["out_bytes"] = 0;
   if (!run.not_implemented && run.error.empty()) {
-    std::string out;
-    out.reserve(output_bytes(c.n));
-    append(out, run.output);
-    append(out, run.guard_before);
-    append(out, run.guard_after);
-    append(out, run.input_after);
-    const std::string why = write_file_atomic(output_path(dir, c.k), out.data(), out.size());
+    const auto part = [](std::vector<T>& v) { return Part{v.data(), v.size() * sizeof(T)}; };
+    const std::vector<Part> parts = {part(run.output), part(run.guard_before), part(run.guard_after),
+                                     part(run.input_after)};
+    const std::string why = write_parts_atomic(output_path(dir, c.k), parts);
     if (!why.empty()) throw std::runtime_error(why);
-    r["out_bytes"] = out.size();
+    std::uint64_t bytes = 0;
+    for (const Part& p : parts) bytes += p.bytes;
+    r["out_bytes"] = bytes;
   }
   return !run.context_broken;
 }
@@ -143,10 +154,22 @@ bool time(const std::string& dir, const Command& c, json& r) {
   r["timing"] = nullptr;
   r["context_broken"] = false;
 #ifdef SCANGRADE_WORKER_TIMING
-  const std::vector<T> input = read_input<T>(dir, c);
+  (void)dir;
+  Case ic;
+  ic.id = c.id;
+  ic.slot = c.slot;
+  ic.dtype = c.dtype;
+  ic.kind = c.kind;
+  ic.n = c.n;
+  ic.values = c.values;
+  ic.seed = c.seed;
+  const std::vector<T> input = make_input<T>(ic);
   const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.slot, c.kind);
   try {
-    r["timing"] = time_slot<T>(fn, c.slot, c.kind, input);
+    Baselines used;
+    r["timing"] = time_slot<T>(fn, c.slot, c.kind, input, c.baselines, used);
+    r["baselines"] = {{"reference_ms", used.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
+                      {"measured", !c.baselines.has_value()}};
   } catch (const StudentFault& e) {
     r["error"] = e.what();
     cudaGetLastError();

@@ -1,11 +1,14 @@
 // The worker's "time" mode: the student call, the slot's reference solution, CUB and a device-to-
-// device copy measured in the same process with one method (worker_timing.cpp says which).
+// device copy measured in the same process with one method (worker_timing.cpp says which). The
+// three baselines can instead come from the batch's baseline cache (judge --baseline-cache): then
+// only the student's call is measured, and the method says so.
 // Only in builds with SCANGRADE_WORKER_TIMING (the GPU build): the CPU emulation backend has no
 // events, CUB or meaningful clocks.
 #pragma once
 
 #ifdef SCANGRADE_WORKER_TIMING
 
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -20,10 +23,18 @@ struct StudentFault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Returns the results schema's `timing` object. Throws StudentFault when the student's calls
-/// fail, std::runtime_error when the harness cannot set the measurement up.
+/// Medians (ms) of the baselines of one case on one GPU.
+struct Baselines {
+  double reference_ms = 0, cub_ms = 0, copy_ms = 0;
+};
+
+/// Returns the results schema's `timing` object. With `cached`, the baselines are taken from it
+/// instead of being measured; `used` receives the baselines the timing object was computed with.
+/// Throws StudentFault when the student's calls fail, std::runtime_error when the harness cannot
+/// set the measurement up.
 template <typename T>
-nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const std::vector<T>& input);
+nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const std::vector<T>& input,
+                         const std::optional<Baselines>& cached, Baselines& used);
 
 }  // namespace scangrade::grader
 

@@ -12,8 +12,14 @@
 //   exit_early[=K]   exits with status 0 without replying (on command K, or right after hello)
 //
 // Commands are numbered by the judge (k = 1, 2, ...). Options: --pid-dir DIR writes DIR/<pid>;
-// --dump-dir DIR copies every input file there as DIR/in-K.bin.
+// --dump-dir DIR copies every input file there as DIR/in-K.bin; --probe-lock FILE appends to
+// FILE.probe, per command, "<mode> <k> <held>" where held is how the judge holds the GPU lock FILE
+// (judge --gpu-lock) at that moment: "exclusive", "shared" or "free".
+// "time" commands: the baselines given in the command are used (then "cached" is in the method),
+// else made up (reference 1 ms) and returned as measured.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -67,10 +73,21 @@ std::string scan_file(const std::string& in, std::uint64_t n, bool inclusive, bo
   return out;
 }
 
+/// How other processes hold the flock on `path` right now (probed without waiting).
+std::string lock_state(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return "unopenable";
+  std::string state = "exclusive";
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) state = "free";
+  else if (::flock(fd, LOCK_SH | LOCK_NB) == 0) state = "shared";
+  ::close(fd);
+  return state;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir, pid_dir, dump_dir;
+  std::string dir, pid_dir, dump_dir, probe_lock;
   Mode mode;
   double ratio = 1.0;
   for (int i = 1; i < argc; ++i) {
@@ -79,6 +96,7 @@ int main(int argc, char** argv) {
     if (a == "--channel") dir = next();
     else if (a == "--pid-dir") pid_dir = next();
     else if (a == "--dump-dir") dump_dir = next();
+    else if (a == "--probe-lock") probe_lock = next();
     else if (a == "--ratio") ratio = std::stod(next());
     else if (a == "--mode") {
       const std::string m = next();
@@ -108,6 +126,14 @@ int main(int argc, char** argv) {
       const auto in = read_file(input_path(dir, k));
       if (in) write_file_atomic(dump_dir + "/in-" + std::to_string(k) + ".bin", in->data(), in->size());
     }
+    if (!probe_lock.empty()) {
+      std::FILE* f = std::fopen((probe_lock + ".probe").c_str(), "a");
+      if (f) {
+        std::fprintf(f, "%s %llu %s\n", cmd["mode"].get<std::string>().c_str(), static_cast<unsigned long long>(k),
+                     lock_state(probe_lock).c_str());
+        std::fclose(f);
+      }
+    }
     if (mode.on("crash_on", k)) {
       std::fprintf(stderr, "fake worker: about to crash on command %llu\n", static_cast<unsigned long long>(k));
       std::fflush(stderr);
@@ -128,12 +154,16 @@ int main(int argc, char** argv) {
               {"harness_error", ""},
               {"context_broken", false}};
     if (cmd["mode"] == "time") {
-      const double median = 1.0 / ratio;
+      const bool cached = cmd.contains("baselines") && !cmd["baselines"].is_null();
+      const double reference = cached ? cmd["baselines"]["reference_ms"].get<double>() : 1.0;
+      const double median = reference / ratio;
       r["timing"] = {{"median_ms", median},   {"min_ms", median},     {"max_ms", median},
                      {"reps", 10},            {"spread", 0.0},        {"gbps", 1.0},
-                     {"copy_gbps", 2.0},      {"fraction_of_copy", 0.5}, {"reference_ms", 1.0},
+                     {"copy_gbps", 2.0},      {"fraction_of_copy", 0.5}, {"reference_ms", reference},
                      {"cub_ms", 0.5},         {"ratio_to_reference", ratio}, {"ratio_to_cub", 0.5 * ratio},
-                     {"method", "fake timing from the test worker"}};
+                     {"method", cached ? "fake timing from the test worker, cached baselines"
+                                       : "fake timing from the test worker"}};
+      r["baselines"] = {{"reference_ms", reference}, {"cub_ms", 0.5}, {"copy_ms", 0.25}, {"measured", !cached}};
     } else {
       const auto in = read_file(input_path(dir, k));
       const bool f32 = cmd["dtype"] == "float32";

@@ -382,6 +382,71 @@ exit 86
   expect_no_process_left();
 }
 
+TEST_F(Judge, SanitizerRunsOneProcessPerToolAndBlamesTheRightCase) {
+  // 3 cases ask for racecheck, 2 for memcheck. The stand-in compute-sanitizer logs each start and
+  // reports a race only when the worker it runs was given the case with n = 3001.
+  write_text(suite_, R"({"suite": "san", "version": 1, "cases": [
+    {"id": "hs.n1000", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 1000,
+     "values": "random", "seed": 1, "why": "a", "sanitize": ["racecheck", "memcheck"]},
+    {"id": "hs.n1001", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 1001,
+     "values": "random", "seed": 2, "why": "b", "sanitize": ["racecheck"]},
+    {"id": "sp.n3001", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 3001,
+     "values": "random", "seed": 3, "why": "c", "sanitize": ["racecheck", "memcheck"]},
+    {"id": "sp.n3002", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 3002,
+     "values": "random", "seed": 4, "why": "d"}]})");
+  const std::string fake_cs = dir_ + "/compute-sanitizer";
+  write_text(fake_cs, R"SH(#!/bin/sh
+if [ "$1" = "--version" ]; then echo "Version 2099.1.0 fake"; exit 0; fi
+save=""; tool=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --save) save="$2"; shift 2;;
+    --tool) tool="$2"; shift 2;;
+    --error-exitcode|--print-limit) shift 2;;
+    --xml) shift;;
+    *) break;;
+  esac
+done
+cmds="$save.cmds"
+tee "$cmds" | "$@"
+echo "$tool $(grep -c '"mode":"check"' "$cmds")" >> "$(dirname "$0")/cs.log"
+if [ "$tool" = racecheck ] && grep -q '"n":3001' "$cmds"; then
+cat > "$save" <<EOF
+<?xml version="1.0"?>
+<ComputeSanitizerOutput><record><kind>Race</kind><level>Error</level>
+<what><text>Race reported between Write access and Read access</text></what>
+<where><func>look_back</func><path>single_pass.cu</path><line>7</line></where></record></ComputeSanitizerOutput>
+EOF
+exit 86
+fi
+echo '<?xml version="1.0"?><ComputeSanitizerOutput></ComputeSanitizerOutput>' > "$save"
+exit 0
+)SH");
+  chmod(fake_cs.c_str(), 0755);
+  const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(fake_cs), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  // racecheck: once over its 3 cases, which found the race, then once per case to place it;
+  // memcheck: once over its 2 cases, clean
+  EXPECT_EQ(read_file(dir_ + "/cs.log").value_or(""), "racecheck 3\nracecheck 1\nracecheck 1\nracecheck 1\nmemcheck 2\n");
+  EXPECT_EQ(r.results["sanitizer_pass"]["processes"], 5);
+  EXPECT_EQ(r.results["sanitizer_pass"]["cases"], 3);
+  const json& racy = case_of(r.results, "sp.n3001");
+  EXPECT_EQ(racy["status"], "race");
+  EXPECT_TRUE(contains(racy["message"], "kernel look_back at single_pass.cu:7")) << racy["message"];
+  ASSERT_EQ(racy["sanitizer"]["findings"].size(), 1u);
+  for (const char* id : {"hs.n1000", "hs.n1001"}) {
+    const json& c = case_of(r.results, id);
+    EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+    EXPECT_EQ(c["sanitizer"]["ran"], true) << id;
+    EXPECT_TRUE(c["sanitizer"]["findings"].empty()) << id;
+  }
+  EXPECT_TRUE(contains(case_of(r.results, "hs.n1000")["sanitizer"]["reason"], "memcheck: one process over every case"))
+      << case_of(r.results, "hs.n1000")["sanitizer"]["reason"];
+  EXPECT_TRUE(case_of(r.results, "sp.n3002")["sanitizer"].is_null());
+  expect_no_process_left();
+}
+
 TEST_F(Judge, HiddenSuiteSeedsUseTheSecretWhichIsNeverWritten) {
   const std::string secret = "s3cr3t-instructor-value";
   const auto inputs = [&]() {
