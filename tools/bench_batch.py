@@ -161,6 +161,26 @@ def main() -> int:
 
     for sid, entry, bad in mismatches:
         print(f"bench: MISMATCH {sid} ({entry}): " + ", ".join(f"{s} expected {w}, got {g}" for s, (w, g) in bad.items()))
+        results = work / "out" / "students" / sid / "results.json"
+        if results.is_file():
+            for c in json.loads(results.read_text())["cases"]:
+                if c["slot"] in bad and c["status"] != "pass":
+                    print(f"  {c['id']}: {c['status']} ({c['duration_s']:.2f} s): {c['message'][:300]}")
+
+    # where the judges' time went, per case (summed over the submissions)
+    per_case: dict[str, float] = {}
+    for st in record["students"]:
+        results = work / "out" / "students" / st["student_id"] / "results.json"
+        if results.is_file():
+            for c in json.loads(results.read_text())["cases"]:
+                per_case[c["id"]] = per_case.get(c["id"], 0.0) + c["duration_s"]
+    slowest = sorted(per_case.items(), key=lambda kv: -kv[1])[:8]
+    summary["slowest_cases_s"] = dict(slowest)
+    (work / "bench.json").write_text(json.dumps(summary, indent=1) + "\n")
+    if slowest:
+        print(f"\nslowest cases (sum of duration_s over the submissions; all cases: {sum(per_case.values()):.0f} s)")
+        for cid, secs in slowest:
+            print(f"  {secs:8.1f} s  {cid}")
     where = (f"{len(record['gpus'])} GPU(s) x {record['judges_per_gpu']} judges" if record["gpus"]
              else f"{record['judges_per_gpu']} emulated judges")
     print(f"\nScanGrade batch benchmark: {n} submissions from {len(entries)} gallery entries"

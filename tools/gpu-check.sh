@@ -8,20 +8,24 @@
 #   4. a full grade of a bundled submission on the GPU (timings, × reference, × CUB)
 #   5. the whole gallery graded on the GPU, every verdict compared with the expected one
 #   6. (batch) the gallery's submissions graded as a class with grading/batch.py: the gradebook's
-#      verdicts compared with the expected ones, timing one case at a time
-#   tools/gpu-check.sh [all|core|gallery|batch|final]
-#      core: 1-4; gallery: 1 and 5; batch: 1 and 6; final: 1-4 and 6; all: 1-5 (default)
+#      verdicts compared with the expected ones, timing with the GPU to one judge
+#   7. (bench) the batch benchmark: 100 submissions made from the gallery (tools/bench_batch.py),
+#      wall time and where it went, every copy's verdicts compared with its gallery entry's
+#   tools/gpu-check.sh [all|core|gallery|batch|final|bench]
+#      core: 1-4; gallery: 1 and 5; batch: 1 and 6; final: 1-4 and 6; bench: 1 and 7;
+#      all: 1-5 (default)
 # Prints a summary last; logs and results go to $OUT (default: build-gpu/logs).
 # Needs: nvcc, cmake, GoogleTest; nlohmann/json installed or in .deps/include/nlohmann/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build-gpu
 PHASE=${1:-all}
-case "$PHASE" in all|core|gallery|batch|final) ;; *) echo "usage: $0 [all|core|gallery|batch|final]" >&2; exit 2;; esac
+case "$PHASE" in all|core|gallery|batch|final|bench) ;; *) echo "usage: $0 [all|core|gallery|batch|final|bench]" >&2; exit 2;; esac
 run_core() { [ "$PHASE" = all ] || [ "$PHASE" = core ] || [ "$PHASE" = final ]; }
 run_gallery() { [ "$PHASE" = all ] || [ "$PHASE" = gallery ]; }
 run_batch() { [ "$PHASE" = batch ] || [ "$PHASE" = final ]; }
-ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=-
+run_bench() { [ "$PHASE" = bench ]; }
+ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=- bench_rc=-
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -76,6 +80,17 @@ python3 grading/gallery.py --backend gpu --build-dir "$BUILD" --results-from "$L
 verdicts_rc=$?
 fi
 
+if run_bench; then
+step "bench: 100 submissions from the gallery"
+python3 tools/bench_batch.py -n "${BENCH_N:-100}" --backend gpu --build-dir "$BUILD" --work "$BUILD/bench" \
+  >"$LOGS/bench.log" 2>"$LOGS/bench.err"
+bench_rc=$?
+tail -3 "$LOGS/bench.err"
+mkdir -p "$LOGS/bench"   # the numbers and the report, not the 100 submissions and their workers
+cp "$BUILD/bench/bench.json" "$BUILD/bench/out/batch.json" "$BUILD/bench/out/gradebook.csv" \
+  "$BUILD/bench/out/report.html" "$LOGS/bench/" 2>/dev/null
+fi
+
 echo
 echo "================ GPU check summary ================"
 cat "$LOGS/device.txt"
@@ -91,8 +106,10 @@ if run_batch; then
   cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv" | column -s, -t 2>/dev/null || cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv"
   cat "$LOGS/batch-verdicts.log"
 fi
-printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s\n' \
-  "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc"
+run_bench && cat "$LOGS/bench.log"
+printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s bench=%s\n' \
+  "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$bench_rc"
 ok() { [ "$1" = 0 ] || [ "$1" = - ]; }
 ok "$ctest_rc" && ok "$selftest_rc" && ok "$demo_rc" && ok "$gallery_rc" && ok "$batch_rc" && ok "$verdicts_rc" &&
+  ok "$bench_rc" &&
   { ! run_core || grep -q "NOT IMPLEMENTED" "$LOGS/student.log"; }
