@@ -221,6 +221,10 @@ class Session {
   template <typename T>
   void grade_typed(const Entry& e, CaseResult& r);
   void time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_changed);
+  /// "prepare" for the cases about to be timed, with the GPU shared (timing_s counts it).
+  void prepare_timed(const std::vector<Entry>& entries, const std::vector<std::size_t>& todo);
+  /// A "prepare" or "time" command: the case and what makes its input.
+  json timed_command(const char* mode, const Entry& e);
 
   /// Takes --gpu-lock (when given) in `mode` into `lock`; the wait is not the submission's time.
   /// Returns "" or what went wrong.
@@ -250,7 +254,6 @@ class Session {
     return write_file_atomic(input_path(dir_, k), input.data(), input.size() * sizeof(T));
   }
   json command(std::uint64_t k, const std::string& nonce, const char* mode, const Case& c) const {
-    // (for "time" the caller adds the input's id, values and seed, and the cached baselines)
     return {{"k", k},       {"nonce", nonce},          {"mode", mode}, {"slot", std::string(name(c.slot))},
             {"dtype", std::string(name(c.dtype))}, {"kind", std::string(name(c.kind))}, {"n", c.n}};
   }
@@ -544,6 +547,7 @@ void Session::time_cases(const std::vector<Entry>& entries, std::vector<CaseResu
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (entries[i].c.perf && results[i].status == Status::Pass) todo.push_back(i);
   if (todo.empty()) return;
+  prepare_timed(entries, todo);
   // the GPU to this judge alone, for all its timed cases in one go
   std::optional<GpuLock> gpu;
   if (const std::string why = take_gpu(GpuLock::Exclusive, gpu); !why.empty()) {
@@ -570,15 +574,37 @@ void Session::time_cases(const std::vector<Entry>& entries, std::vector<CaseResu
   timing_s_ += seconds_since(start);
 }
 
+void Session::prepare_timed(const std::vector<Entry>& entries, const std::vector<std::size_t>& todo) {
+  std::optional<GpuLock> gpu;
+  if (!take_gpu(GpuLock::Shared, gpu).empty()) return;
+  CaseResult unused;
+  if (!ensure_worker(unused)) return;
+  const auto start = Clock::now();
+  for (std::size_t i : todo) {
+    json cmd = timed_command("prepare", entries[i]);
+    const Exchange x = exchange(*worker_, cmd, case_deadline_s(entries[i].c), false, log_path_);
+    if (x.kind != Exchange::Reply) {  // only harness code ran: "time" makes its input itself
+      drop_worker();
+      break;
+    }
+  }
+  timing_s_ += seconds_since(start);
+}
+
+json Session::timed_command(const char* mode, const Entry& e) {
+  json cmd = command(next_k_++, random_hex(16), mode, e.c);
+  cmd["id"] = e.input_case.id;
+  cmd["values"] = std::string(name(e.input_case.values));
+  cmd["seed"] = e.input_case.seed;
+  return cmd;
+}
+
 void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_changed) {
   const Case& c = e.c;
   CaseResult start;
   if (!ensure_worker(start)) return;  // the pass stands; without a timing the slot gets no perf points
   const std::string key = hello_.is_object() ? baseline_key(hello_.value("device", ""), e) : "";
-  json cmd = command(next_k_++, random_hex(16), "time", c);
-  cmd["id"] = e.input_case.id;
-  cmd["values"] = std::string(name(e.input_case.values));
-  cmd["seed"] = e.input_case.seed;
+  json cmd = timed_command("time", e);
   cmd["baselines"] = cache.is_object() && cache.contains(key) ? cache[key] : json(nullptr);
   double deadline = 4 * case_deadline_s(c) + 30 * o_.timeout_scale;
   bool capped = false;

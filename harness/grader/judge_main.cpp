@@ -5,9 +5,11 @@
 #include <vector>
 
 #include "judge.h"
+#include "protocol.h"
 
 int main(int argc, char** argv) {
   using namespace scangrade::grader;
+  reuse_large_buffers();
   const std::vector<std::string> args(argv + 1, argv + argc);
   Options options;
   try {

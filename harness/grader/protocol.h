@@ -9,12 +9,17 @@
 //                                          several thread orders; non-empty when results differ)
 //                                 time:   {"k", "nonce", "error", "harness_error", "context_broken", "timing",
 //                                          "baselines": {"reference_ms", "cub_ms", "copy_ms", "measured"}}
+//                                 prepare: {"k", "nonce", "error", "harness_error", "context_broken",
+//                                          "prepared"}
 //   stdin (judge -> worker)     one JSON command per line:
-//                                 {"k", "nonce", "mode": "check"|"time", "slot", "dtype", "kind", "n"}
-//                               "time" also has "id", "values", "seed" (the input's seed, secret mixed
-//                               in): the worker makes the input itself (inputs.h; a timed input is not
-//                               checked, so it need not come from the judge), and "baselines": null
-//                               (measure them) or the cached {"reference_ms", "cub_ms", "copy_ms"}
+//                                 {"k", "nonce", "mode": "check"|"prepare"|"time", "slot", "dtype", "kind", "n"}
+//                               "prepare" and "time" also have "id", "values", "seed" (the input's seed,
+//                               secret mixed in): the worker makes the input itself (inputs.h; a timed
+//                               input is not checked, so it need not come from the judge). "prepare"
+//                               makes it and leaves it on the device for the "time" command of the same
+//                               case (the judge prepares while other judges still run, then times with
+//                               the GPU to itself). "time" also has "baselines": null (measure them) or
+//                               the cached {"reference_ms", "cub_ms", "copy_ms"}
 //   DIR/in-K.bin                "check": the input, n little-endian int32 or float32 (written by the
 //                               judge)
 //   DIR/out-K.bin               output[n] ++ guard_before[64] ++ guard_after[64] ++ input_after[n]
@@ -29,11 +34,13 @@
 #include <cstring>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,6 +159,15 @@ inline std::optional<std::string> read_file(const std::string& path) {
   }
   ::close(fd);
   return data;
+}
+
+/// For the judge and the worker, which handle buffers of hundreds of MB case after case: serve
+/// them from the heap and keep freed memory there (no mmap per block, no trimming), so that the next
+/// case reuses the pages instead of having the kernel map and zero new ones (under a batch's load
+/// that page-fault work was half of all CPU time).
+inline void reuse_large_buffers() {
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
 /// Writes one whole line to fd (retrying short writes). False when the reader is gone.

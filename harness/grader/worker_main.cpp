@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,7 +73,8 @@ struct Command {
   DType dtype = DType::Int32;
   ScanKind kind = ScanKind::Inclusive;
   std::uint64_t n = 0;
-  // "time" only: the input is made here from the case (inputs.h), and the baselines may be given
+  // "prepare" and "time": the input is made here from the case (inputs.h); "time": the baselines
+  // may be given
   std::string id;
   ValueKind values = ValueKind::Random;
   std::uint64_t seed = 0;
@@ -95,7 +97,7 @@ Command parse_command(const std::string& line) {
   c.dtype = *dtype;
   c.kind = *kind;
   c.n = j.at("n").get<std::uint64_t>();
-  if (c.mode == "time") {
+  if (c.mode == "time" || c.mode == "prepare") {
     c.id = j.at("id").get<std::string>();
     const auto values = parse_value_kind(j.at("values").get<std::string>());
     if (!values) throw std::runtime_error("unknown values in command: " + line);
@@ -148,13 +150,10 @@ bool check(const std::string& dir, const Command& c, json& r) {
   return !run.context_broken;
 }
 
-/// mode "time": the timing object (worker_timing.h); returns false when the context broke.
+/// The input a "time" command times: made from the command's case (no file: a timed input is not
+/// checked).
 template <typename T>
-bool time(const std::string& dir, const Command& c, json& r) {
-  r["timing"] = nullptr;
-  r["context_broken"] = false;
-#ifdef SCANGRADE_WORKER_TIMING
-  (void)dir;
+std::vector<T> timed_input(const Command& c) {
   Case ic;
   ic.id = c.id;
   ic.slot = c.slot;
@@ -163,11 +162,71 @@ bool time(const std::string& dir, const Command& c, json& r) {
   ic.n = c.n;
   ic.values = c.values;
   ic.seed = c.seed;
-  const std::vector<T> input = make_input<T>(ic);
+  return make_input<T>(ic);
+}
+
+#ifdef SCANGRADE_WORKER_TIMING
+/// Inputs made and copied to the device ahead of their "time" command ("prepare"), by case.
+std::map<std::string, void*> g_prepared;
+
+std::string prepared_key(const Command& c) {
+  return c.id + " " + std::string(name(c.dtype)) + " " + std::to_string(c.n) + " " + std::to_string(c.seed) + " " +
+         std::string(name(c.values));
+}
+#endif
+
+/// mode "prepare": the input of a later "time" command, made now and left on the device, so that
+/// the judge's exclusive hold of the GPU is spent timing. Sets "prepared" (false when there is no
+/// room on the device: then "time" makes the input itself).
+template <typename T>
+void prepare(const Command& c, json& r) {
+  r["prepared"] = false;
+#ifdef SCANGRADE_WORKER_TIMING
+  const std::string key = prepared_key(c);
+  if (g_prepared.count(key)) {
+    r["prepared"] = true;
+    return;
+  }
+  const std::vector<T> input = timed_input<T>(c);
+  void* d = nullptr;
+  if (cudaMalloc(&d, input.size() * sizeof(T) + 1) != cudaSuccess) {
+    cudaGetLastError();  // out of memory is not sticky
+    return;
+  }
+  cudaError_t err = cudaMemcpy(d, input.data(), input.size() * sizeof(T), cudaMemcpyHostToDevice);
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) {
+    cudaFree(d);
+    throw std::runtime_error(std::string("copying a timed input to the device: ") + cudaGetErrorString(err));
+  }
+  g_prepared[key] = d;
+  r["prepared"] = true;
+#else
+  (void)c;
+#endif
+}
+
+/// mode "time": the timing object (worker_timing.h); returns false when the context broke.
+template <typename T>
+bool time(const Command& c, json& r) {
+  r["timing"] = nullptr;
+  r["context_broken"] = false;
+#ifdef SCANGRADE_WORKER_TIMING
+  std::vector<T> host;
+  const T* input = nullptr;
+  const auto found = g_prepared.find(prepared_key(c));
+  const bool on_device = found != g_prepared.end();
+  if (on_device) {
+    input = static_cast<const T*>(found->second);
+  } else {
+    host = timed_input<T>(c);
+    input = host.data();
+  }
   const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.slot, c.kind);
+  bool go_on = true;
   try {
     Baselines used;
-    r["timing"] = time_slot<T>(fn, c.slot, c.kind, input, c.baselines, used);
+    r["timing"] = time_slot<T>(fn, c.slot, c.kind, input, c.n, on_device, c.baselines, used);
     r["baselines"] = {{"reference_ms", used.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
                       {"measured", !c.baselines.has_value()}};
   } catch (const StudentFault& e) {
@@ -175,11 +234,14 @@ bool time(const std::string& dir, const Command& c, json& r) {
     cudaGetLastError();
     const bool broken = cudaDeviceSynchronize() != cudaSuccess;
     r["context_broken"] = broken;
-    return !broken;
+    go_on = !broken;
   }
-  return true;
+  if (on_device) {
+    cudaFree(found->second);
+    g_prepared.erase(found);
+  }
+  return go_on;
 #else
-  (void)dir;
   (void)c;
   r["harness_error"] = "this worker was built without timing (SCANGRADE_WORKER_TIMING)";
   return true;
@@ -203,8 +265,10 @@ int serve(const std::string& dir) {
       const bool f32 = c.dtype == DType::Float32;
       if (c.mode == "check") {
         go_on = f32 ? check<float>(dir, c, r) : check<std::int32_t>(dir, c, r);
+      } else if (c.mode == "prepare") {
+        f32 ? prepare<float>(c, r) : prepare<std::int32_t>(c, r);
       } else if (c.mode == "time") {
-        go_on = f32 ? time<float>(dir, c, r) : time<std::int32_t>(dir, c, r);
+        go_on = f32 ? time<float>(c, r) : time<std::int32_t>(c, r);
       } else {
         r["harness_error"] = "unknown mode '" + c.mode + "'";
       }
@@ -221,6 +285,7 @@ int serve(const std::string& dir) {
 }  // namespace scangrade::grader
 
 int main(int argc, char** argv) {
+  scangrade::grader::reuse_large_buffers();
   std::string dir;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

@@ -74,9 +74,14 @@ struct Stats {
 /// Everything the repetitions share: buffers, stream, events.
 class Bench {
  public:
-  Bench(std::size_t bytes, const void* host_input) : pristine_(bytes), in_(bytes), out_(bytes), flush_(flush_bytes()) {
+  Bench(std::size_t bytes, const void* input, bool on_device)
+      : pristine_(bytes), in_(bytes), out_(bytes), flush_(flush_bytes()) {
     bytes_ = bytes;
-    setup(cudaMemcpy(pristine_.ptr, host_input, bytes, cudaMemcpyHostToDevice), "copying the input");
+    setup(cudaMemcpy(pristine_.ptr, input, bytes, on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice),
+          "copying the input");
+    // (from pageable memory the copy may return before it landed; the non-blocking stream below
+    // does not wait for the legacy stream)
+    setup(cudaDeviceSynchronize(), "waiting for the input to land");
     setup(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     setup(cudaEventCreate(&start_), "cudaEventCreate");
     setup(cudaEventCreate(&stop_), "cudaEventCreate");
@@ -164,11 +169,10 @@ std::string format(const char* fmt, double a) {
 }  // namespace
 
 template <typename T>
-nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const std::vector<T>& input,
-                         const std::optional<Baselines>& cached, Baselines& used) {
-  const std::size_t n = input.size();
+nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* input, std::size_t n,
+                         bool on_device, const std::optional<Baselines>& cached, Baselines& used) {
   const std::size_t bytes = n * sizeof(T);
-  Bench bench(bytes, input.data());
+  Bench bench(bytes, input, on_device);
   const ScanFn<T> reference = reference_implementation().get<T>(slot, kind);
   const auto as = [n](const ScanFn<T>& fn) {
     return [&fn, n](const void* in, void* out, cudaStream_t s) { fn(static_cast<const T*>(in), static_cast<T*>(out), n, s); };
@@ -221,10 +225,9 @@ nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, con
   return t;
 }
 
-template nlohmann::json time_slot<std::int32_t>(const ScanFn<std::int32_t>&, Slot, ScanKind,
-                                                const std::vector<std::int32_t>&, const std::optional<Baselines>&,
-                                                Baselines&);
-template nlohmann::json time_slot<float>(const ScanFn<float>&, Slot, ScanKind, const std::vector<float>&,
+template nlohmann::json time_slot<std::int32_t>(const ScanFn<std::int32_t>&, Slot, ScanKind, const std::int32_t*,
+                                                std::size_t, bool, const std::optional<Baselines>&, Baselines&);
+template nlohmann::json time_slot<float>(const ScanFn<float>&, Slot, ScanKind, const float*, std::size_t, bool,
                                          const std::optional<Baselines>&, Baselines&);
 
 }  // namespace scangrade::grader

@@ -9,8 +9,8 @@
 #ifdef SCANGRADE_WORKER_TIMING
 
 #include <optional>
+#include <cstddef>
 #include <stdexcept>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,9 +32,10 @@ struct Baselines {
 /// instead of being measured; `used` receives the baselines the timing object was computed with.
 /// Throws StudentFault when the student's calls fail, std::runtime_error when the harness cannot
 /// set the measurement up.
+/// `input` holds n elements, in host memory or (on_device) in device memory.
 template <typename T>
-nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const std::vector<T>& input,
-                         const std::optional<Baselines>& cached, Baselines& used);
+nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* input, std::size_t n,
+                         bool on_device, const std::optional<Baselines>& cached, Baselines& used);
 
 }  // namespace scangrade::grader
 

@@ -130,6 +130,10 @@ RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
   check_setup(cudaMemcpy(d_in.as<T>(), input.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copying the input");
   check_setup(cudaMemcpy(d_out_zone.as<T>(), zone.data(), zone.size() * sizeof(T), cudaMemcpyHostToDevice),
               "poisoning the output");
+  // A cudaMemcpy from pageable memory to the device may return before its DMA has landed, and the
+  // student's stream does not wait for the legacy stream: without this the poison can arrive in
+  // d_out after the student's kernels wrote it (seen under load on an H100).
+  check_setup(cudaDeviceSynchronize(), "waiting for the input and the poison to land");
   cudaStream_t stream;
   check_setup(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   T* d_out = d_out_zone.as<T>() + g;

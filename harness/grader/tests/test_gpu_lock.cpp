@@ -225,10 +225,10 @@ TEST_F(GpuLockTest, JudgeRunsSharedTimesExclusiveAndIsNotChargedForWaits) {
       << err;
   EXPECT_GE(std::stod(m[1].str()), 1.0) << err;
   EXPECT_TRUE(free_now());
-  // what the worker saw: every check with the lock shared, every time command with it exclusive,
-  // the time commands after the checks
+  // what the worker saw: every check and prepare with the lock shared, every time command with it
+  // exclusive, the time commands after the checks
   EXPECT_EQ(read_file(lock_ + ".probe").value_or(""),
-            "check 1 shared\ncheck 2 shared\ntime 3 exclusive\ntime 4 exclusive\n");
+            "check 1 shared\ncheck 2 shared\nprepare 3 shared\nprepare 4 shared\ntime 5 exclusive\ntime 6 exclusive\n");
 }
 
 TEST_F(GpuLockTest, BaselinesMeasuredOnceAreReusedFromTheCache) {
