@@ -16,6 +16,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -244,8 +245,9 @@ class Session {
   /// A live worker, or the verdict for the case that needed one.
   bool ensure_worker(CaseResult& r);
   /// Sends a command and waits for its reply (k and nonce checked).
+  /// on_ran: called when the worker says the GPU part of the command is over ("stage": "ran").
   Exchange exchange(WorkerProcess& w, const json& command, double deadline_s, bool budget_capped,
-                    const std::string& log_path);
+                    const std::string& log_path, const std::function<void()>& on_ran = nullptr);
   void drop_worker() { worker_.reset(); }
 
   /// The worker's input file for command k.
@@ -362,7 +364,7 @@ bool Session::ensure_worker(CaseResult& r) {
 }
 
 Exchange Session::exchange(WorkerProcess& w, const json& cmd, double deadline_s, bool budget_capped,
-                           const std::string& log_path) {
+                           const std::string& log_path, const std::function<void()>& on_ran) {
   Exchange x;
   const std::uintmax_t log_from = file_size_or_zero(log_path);
   const auto died = [&](const ExitInfo& end) {
@@ -376,36 +378,51 @@ Exchange Session::exchange(WorkerProcess& w, const json& cmd, double deadline_s,
     died(info ? *info : w.kill_group());
     return x;
   }
-  std::string line;
-  const auto got = w.read_line(line, after(deadline_s));
-  if (got == WorkerProcess::Read::Timeout) {
-    w.kill_group();
-    x.kind = Exchange::Timeout;
-    x.message = budget_capped ? "submission time budget exhausted"
-                              : "no reply within " + format_seconds(deadline_s) + " s: " + kTimeoutHint;
-    return x;
-  }
-  if (got == WorkerProcess::Read::Eof) {
-    const auto info = w.wait_exit(after(2.0));
-    if (info) died(*info);
-    else {
+  const auto deadline = after(deadline_s);
+  bool ran_seen = false;
+  for (;;) {
+    std::string line;
+    const auto got = w.read_line(line, deadline);
+    if (got == WorkerProcess::Read::Timeout) {
       w.kill_group();
-      x.kind = Exchange::Garbled;
-      x.message = "the worker's reply was incomplete or garbled (it closed its reply channel without exiting)";
+      x.kind = Exchange::Timeout;
+      x.message = budget_capped ? "submission time budget exhausted"
+                                : "no reply within " + format_seconds(deadline_s) + " s: " + kTimeoutHint;
+      return x;
     }
-    return x;
-  }
-  x.kind = Exchange::Garbled;
-  x.message = "the worker's reply was incomplete or garbled";
-  if (got == WorkerProcess::Read::Overlong) return x;
-  try {
-    x.reply = json::parse(line);
-  } catch (const json::exception&) {
-    return x;
-  }
-  if (!x.reply.is_object() || x.reply.value("k", json()) != cmd["k"] || x.reply.value("nonce", json()) != cmd["nonce"]) {
-    x.message += " (its k or nonce does not match the command)";
-    return x;
+    if (got == WorkerProcess::Read::Eof) {
+      const auto info = w.wait_exit(after(2.0));
+      if (info) died(*info);
+      else {
+        w.kill_group();
+        x.kind = Exchange::Garbled;
+        x.message = "the worker's reply was incomplete or garbled (it closed its reply channel without exiting)";
+      }
+      return x;
+    }
+    x.kind = Exchange::Garbled;
+    x.message = "the worker's reply was incomplete or garbled";
+    if (got == WorkerProcess::Read::Overlong) return x;
+    try {
+      x.reply = json::parse(line);
+    } catch (const json::exception&) {
+      return x;
+    }
+    if (!x.reply.is_object() || x.reply.value("k", json()) != cmd["k"] || x.reply.value("nonce", json()) != cmd["nonce"]) {
+      x.message += " (its k or nonce does not match the command)";
+      return x;
+    }
+    // {"k", "nonce", "stage": "ran"}: the GPU part of a check is over (at most once, then the reply)
+    if (x.reply.contains("stage")) {
+      if (ran_seen || x.reply["stage"] != "ran") {
+        x.message += " (an unexpected stage line)";
+        return x;
+      }
+      ran_seen = true;
+      if (on_ran) on_ran();
+      continue;
+    }
+    break;
   }
   const json he = x.reply.value("harness_error", json(""));
   if (!he.is_string()) return x;
@@ -437,15 +454,16 @@ void Session::grade_typed(const Entry& e, CaseResult& r) {
     harness_fault(r, "the channel folder is not writable: " + why);
     return;
   }
-  // the GPU, shared with the other judges' functional runs (not with a judge that times)
+  if (!ensure_worker(r)) {
+    std::remove(input_path(dir_, k).c_str());
+    return;
+  }
+  // the GPU, shared with the other judges' functional runs (not with a judge that times), until
+  // the worker says its GPU part is over (then it writes the output file)
   std::optional<GpuLock> gpu;
   if (const std::string why = take_gpu(GpuLock::Shared, gpu); !why.empty()) {
     std::remove(input_path(dir_, k).c_str());
     harness_fault(r, why);
-    return;
-  }
-  if (!ensure_worker(r)) {
-    std::remove(input_path(dir_, k).c_str());
     return;
   }
   // deadline: the case's, cut at the submission's budget
@@ -456,7 +474,8 @@ void Session::grade_typed(const Entry& e, CaseResult& r) {
     deadline = std::max(left, 0.0);
     capped = true;
   }
-  const Exchange x = exchange(*worker_, command(k, nonce, "check", c), deadline, capped, log_path_);
+  const Exchange x = exchange(*worker_, command(k, nonce, "check", c), deadline, capped, log_path_,
+                              [&gpu] { gpu.reset(); });
   gpu.reset();
   std::remove(input_path(dir_, k).c_str());
   if (x.kind != Exchange::Reply) {
@@ -575,10 +594,10 @@ void Session::time_cases(const std::vector<Entry>& entries, std::vector<CaseResu
 }
 
 void Session::prepare_timed(const std::vector<Entry>& entries, const std::vector<std::size_t>& todo) {
-  std::optional<GpuLock> gpu;
-  if (!take_gpu(GpuLock::Shared, gpu).empty()) return;
   CaseResult unused;
   if (!ensure_worker(unused)) return;
+  std::optional<GpuLock> gpu;
+  if (!take_gpu(GpuLock::Shared, gpu).empty()) return;
   const auto start = Clock::now();
   for (std::size_t i : todo) {
     json cmd = timed_command("prepare", entries[i]);
@@ -665,17 +684,13 @@ void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_
 ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry*>& cases,
                           const std::string& compute_sanitizer) {
   ToolRun run;
-  auto start = Clock::now();
+  auto start = Clock::now();  // (moved on by the lock waits below)
   const auto finish = [&](std::string why) {
     run.not_run = tool + ": " + why;
     run.cost_s = seconds_since(start);
     return run;
   };
   if (budget_exhausted()) return finish("the submission time budget was exhausted");
-  // for the whole life of the process: it holds a CUDA context that works on every case
-  std::optional<GpuLock> gpu;
-  if (const std::string why = take_gpu(GpuLock::Shared, gpu); !why.empty()) return finish(why);
-  start = Clock::now();  // the wait is not the tool's cost
   const std::uint64_t first_k = next_k_;
   const std::string xml_path = dir_ + "/san-" + std::to_string(first_k) + "-" + tool + ".xml";
   const std::vector<std::string> argv = {compute_sanitizer, "--tool", tool, "--error-exitcode",
@@ -710,7 +725,17 @@ ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry
     double deadline = 20 * case_deadline_s(c) + 60 * o_.timeout_scale;
     const double left = std::chrono::duration<double>(budget_end_ - Clock::now()).count();
     deadline = std::max(0.0, std::min(deadline, left));
-    const Exchange x = exchange(*w, command(k, random_hex(16), "check", c), deadline, false, sanitizer_log_path_);
+    // the GPU, shared, while the case runs under the tool (the wait is not the tool's cost)
+    std::optional<GpuLock> gpu;
+    const auto asked = Clock::now();
+    if (const std::string lock_problem = take_gpu(GpuLock::Shared, gpu); !lock_problem.empty()) {
+      w->kill_group();
+      return finish(lock_problem);
+    }
+    start += Clock::now() - asked;
+    const Exchange x = exchange(*w, command(k, random_hex(16), "check", c), deadline, false, sanitizer_log_path_,
+                                [&gpu] { gpu.reset(); });
+    gpu.reset();
     std::remove(input_path(dir_, k).c_str());
     std::remove(output_path(dir_, k).c_str());
     if (x.kind == Exchange::Timeout)
@@ -722,7 +747,6 @@ ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry
   const auto exit = w->wait_exit(after(60.0 * o_.timeout_scale));
   const ExitInfo end = exit ? *exit : w->kill_group();
   w.reset();
-  gpu.reset();
   const auto xml = read_file(xml_path);
   const SanitizerReport report = xml ? parse_sanitizer_xml(*xml, tool) : SanitizerReport{};
   std::remove(xml_path.c_str());

@@ -11,6 +11,9 @@
 //                                          "baselines": {"reference_ms", "cub_ms", "copy_ms", "measured"}}
 //                                 prepare: {"k", "nonce", "error", "harness_error", "context_broken",
 //                                          "prepared"}
+//                                 stage:  {"k", "nonce", "stage": "ran"}, at most once before a
+//                                          check's reply: its GPU part is over (the judge lets go of
+//                                          the GPU lock while the worker writes the output)
 //   stdin (judge -> worker)     one JSON command per line:
 //                                 {"k", "nonce", "mode": "check"|"prepare"|"time", "slot", "dtype", "kind", "n"}
 //                               "prepare" and "time" also have "id", "values", "seed" (the input's seed,

@@ -6,6 +6,7 @@
 //   crash_on=K       SIGSEGV on command K (after printing a line on stderr)
 //   hang_on=K        sleeps forever on command K
 //   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
+//   bad_stage[=K]    sends a stage line other than "ran" before its reply (on command K, or every)
 //   short_output[=K] writes an output file 4 bytes short while claiming the full size
 //   garbage_stdout   prints fake PASS lines and fake JSON results on stdout/stderr, replies correctly
 //   no_hello         never says hello (sleeps forever)
@@ -14,7 +15,8 @@
 // Commands are numbered by the judge (k = 1, 2, ...). Options: --pid-dir DIR writes DIR/<pid>;
 // --dump-dir DIR copies every input file there as DIR/in-K.bin; --probe-lock FILE appends to
 // FILE.probe, per command, "<mode> <k> <held>" where held is how the judge holds the GPU lock FILE
-// (judge --gpu-lock) at that moment: "exclusive", "shared" or "free".
+// (judge --gpu-lock) at that moment: "exclusive", "shared" or "free"; with --stage, checks say
+// {"stage": "ran"} first, and with --probe-lock, 200 ms later, "ran <k> <held>" is appended.
 // "time" commands: the baselines given in the command are used (then "cached" is in the method),
 // else made up (reference 1 ms) and returned as measured.
 #include <fcntl.h>
@@ -90,6 +92,7 @@ int main(int argc, char** argv) {
   std::string dir, pid_dir, dump_dir, probe_lock;
   Mode mode;
   double ratio = 1.0;
+  bool stage = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -97,6 +100,7 @@ int main(int argc, char** argv) {
     else if (a == "--pid-dir") pid_dir = next();
     else if (a == "--dump-dir") dump_dir = next();
     else if (a == "--probe-lock") probe_lock = next();
+    else if (a == "--stage") stage = true;
     else if (a == "--ratio") ratio = std::stod(next());
     else if (a == "--mode") {
       const std::string m = next();
@@ -126,13 +130,21 @@ int main(int argc, char** argv) {
       const auto in = read_file(input_path(dir, k));
       if (in) write_file_atomic(dump_dir + "/in-" + std::to_string(k) + ".bin", in->data(), in->size());
     }
-    if (!probe_lock.empty()) {
+    const auto probe = [&](const std::string& what) {
+      if (probe_lock.empty()) return;
       std::FILE* f = std::fopen((probe_lock + ".probe").c_str(), "a");
       if (f) {
-        std::fprintf(f, "%s %llu %s\n", cmd["mode"].get<std::string>().c_str(), static_cast<unsigned long long>(k),
-                     lock_state(probe_lock).c_str());
+        std::fprintf(f, "%s %llu %s\n", what.c_str(), static_cast<unsigned long long>(k), lock_state(probe_lock).c_str());
         std::fclose(f);
       }
+    };
+    probe(cmd["mode"].get<std::string>());
+    if (mode.on("bad_stage", k))
+      write_line(kReplyFd, json({{"k", k}, {"nonce", cmd["nonce"]}, {"stage", "started"}}).dump());
+    if (stage && cmd["mode"] == "check") {
+      write_line(kReplyFd, json({{"k", k}, {"nonce", cmd["nonce"]}, {"stage", "ran"}}).dump());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      probe("ran");
     }
     if (mode.on("crash_on", k)) {
       std::fprintf(stderr, "fake worker: about to crash on command %llu\n", static_cast<unsigned long long>(k));

@@ -198,7 +198,8 @@ TEST_F(GpuLockTest, UnopenableFileThrows) {
 }
 
 TEST_F(GpuLockTest, JudgeRunsSharedTimesExclusiveAndIsNotChargedForWaits) {
-  const std::string cmd = judge_command(dir_ + "/results.json", "--mode ok --ratio 1 --probe-lock '" + lock_ + "'",
+  const std::string cmd = judge_command(dir_ + "/results.json",
+                                        "--mode ok --ratio 1 --stage --probe-lock '" + lock_ + "'",
                                         "--budget-s 1 --gpu-lock '" + lock_ + "'");
   auto held = std::make_unique<GpuLock>(lock_, GpuLock::Exclusive);
   const auto start = Steady::now();
@@ -225,10 +226,11 @@ TEST_F(GpuLockTest, JudgeRunsSharedTimesExclusiveAndIsNotChargedForWaits) {
       << err;
   EXPECT_GE(std::stod(m[1].str()), 1.0) << err;
   EXPECT_TRUE(free_now());
-  // what the worker saw: every check and prepare with the lock shared, every time command with it
-  // exclusive, the time commands after the checks
+  // what the worker saw: every check and prepare with the lock shared, and free again once the
+  // check said its GPU part had run; every time command with it exclusive, after the checks
   EXPECT_EQ(read_file(lock_ + ".probe").value_or(""),
-            "check 1 shared\ncheck 2 shared\nprepare 3 shared\nprepare 4 shared\ntime 5 exclusive\ntime 6 exclusive\n");
+            "check 1 shared\nran 1 free\ncheck 2 shared\nran 2 free\nprepare 3 shared\nprepare 4 shared\n"
+            "time 5 exclusive\ntime 6 exclusive\n");
 }
 
 TEST_F(GpuLockTest, BaselinesMeasuredOnceAreReusedFromTheCache) {

@@ -239,6 +239,17 @@ TEST_F(Judge, WrongNonceFailsClosed) {
   expect_no_process_left();
 }
 
+TEST_F(Judge, UnknownStageLineFailsClosed) {
+  const Result r = judge(worker("--mode bad_stage=3 --stage"), "");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 1);
+  const json& c = case_of(r.results, "hier.int32.n5000.excl");
+  EXPECT_EQ(c["status"], "crash");
+  EXPECT_TRUE(contains(c["message"], "an unexpected stage line")) << c["message"];
+  expect_others_pass(r.results, {"hier.int32.n5000.excl"});  // the others said "ran" first: fine
+  expect_no_process_left();
+}
+
 TEST_F(Judge, ShortOutputFailsClosed) {
   const Result r = judge(worker("--mode short_output=4"), "");
   ASSERT_TRUE(r.written) << r.err;
