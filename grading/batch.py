@@ -81,8 +81,10 @@ MAX_ID = 64
 # flags in gradebook order: build problems first, then case statuses, then harness faults
 FLAG_ORDER = ("layout_error", "compile_error", "not_implemented", "crash", "timeout", "race", "memory_error",
               "out_of_bounds_write", "input_modified", "fail", "leak", "internal_error")
-PHASES = ("hash", "unpack", "compile", "queue", "judge", "correctness", "timing", "lock_wait", "sanitizer", "export")
-_PHASE_LINE = re.compile(r"phases functional_s=([\d.]+) timing_s=([\d.]+) lock_wait_s=([\d.]+) sanitizer_s=([\d.]+)")
+PHASES = ("hash", "unpack", "compile", "queue", "judge", "correctness", "prepare", "timing", "lock_wait", "sanitizer",
+          "export")
+_PHASE_LINE = re.compile(r"phases functional_s=([\d.]+) timing_s=([\d.]+) lock_wait_s=([\d.]+) sanitizer_s=([\d.]+)"
+                         r"(?: prepare_s=([\d.]+))?")
 
 
 # --- entries and ids ------------------------------------------------------------------------------------
@@ -514,8 +516,8 @@ class Batch:
         log_text = (st.out / "judge.log").read_text(errors="replace") if (st.out / "judge.log").is_file() else ""
         m = _PHASE_LINE.search(log_text)
         if m:
-            f, tm, w, s = map(float, m.groups())
-            st.judge_phases = {"correctness": f, "timing": tm, "lock_wait": w, "sanitizer": s}
+            f, tm, w, s, p = (float(g or 0) for g in m.groups())
+            st.judge_phases = {"correctness": f, "prepare": p, "timing": tm, "lock_wait": w, "sanitizer": s}
             st.phases["correctness"] = [t, round(t + f + tm + w, 3)]
             st.phases["sanitizer"] = [round(max(t, end - s), 3), end]
         if rc is None and not st.error:
@@ -668,7 +670,7 @@ def phase_totals(students: list[Student], n_gpus: int) -> dict[str, dict[str, fl
     students = [st for st in students if not st.reused]
     out = {}
     for phase in PHASES:
-        if phase in ("timing", "lock_wait"):
+        if phase in ("prepare", "timing", "lock_wait"):
             s = sum(st.judge_phases.get(phase, 0.0) for st in students)
             out[phase] = {"sum_s": round(s, 3), "wall_s": round(s / max(1, n_gpus), 3) if phase == "timing" else None}
             continue

@@ -53,7 +53,8 @@ add_library(scangrade_judge_lib STATIC
   ${SCANGRADE_GRADER_DIR}/process.cpp
   ${SCANGRADE_GRADER_DIR}/judge.cpp)
 target_include_directories(scangrade_judge_lib PUBLIC ${SCANGRADE_GRADER_DIR})
-target_link_libraries(scangrade_judge_lib PUBLIC scangrade_core nlohmann_json::nlohmann_json)
+find_package(Threads REQUIRED)  # the judge makes the next case's input while a worker runs
+target_link_libraries(scangrade_judge_lib PUBLIC scangrade_core nlohmann_json::nlohmann_json Threads::Threads)
 target_compile_definitions(scangrade_judge_lib PRIVATE SCANGRADE_VERSION="${PROJECT_VERSION}")
 add_executable(scangrade_judge ${SCANGRADE_GRADER_DIR}/judge_main.cpp)
 target_link_libraries(scangrade_judge PRIVATE scangrade_judge_lib)

@@ -14,9 +14,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -148,6 +150,31 @@ struct CaseResult {
   json sanitizer = nullptr;
 };
 
+/// What the judge makes for a case before a worker runs it: the input and the oracle's output
+/// (made ahead, on another thread, while the worker runs the previous case).
+struct CaseData {
+  std::vector<std::int32_t> input_i;
+  std::vector<float> input_f;
+  std::vector<double> expected;
+  std::string error;  // why they could not be made
+};
+
+CaseData make_case_data(const Entry& e) {
+  CaseData d;
+  try {
+    if (e.c.dtype == DType::Float32) {
+      d.input_f = make_input<float>(e.input_case);
+      d.expected = oracle_scan(d.input_f, e.c.kind);
+    } else {
+      d.input_i = make_input<std::int32_t>(e.input_case);
+      d.expected = oracle_scan(d.input_i, e.c.kind);
+    }
+  } catch (const std::exception& ex) {
+    d.error = ex.what();
+  }
+  return d;
+}
+
 /// What one compute-sanitizer process running one tool over some cases found.
 struct ToolRun {
   std::string not_run;  // why the tool did not run to the end over every case ("" when it did)
@@ -184,6 +211,8 @@ class Session {
   /// Seconds spent waiting for --gpu-lock, and in "time" exchanges, so far.
   double lock_wait_s() const { return lock_wait_s_; }
   double timing_s() const { return timing_s_; }
+  /// Seconds spent preparing timed inputs on the device (GPU shared), so far.
+  double prepare_s() const { return prepare_s_; }
 
   /// Default deadline of a case (seconds): gpu 10 s + 50 ns n, emulate 20 s + 3 us n; a suite's
   /// timeout_s replaces it; both are multiplied by --timeout-scale.
@@ -194,11 +223,13 @@ class Session {
   }
   double hello_deadline_s(bool sanitized) const { return (sanitized ? 120.0 : 60.0) * o_.timeout_scale; }
 
-  /// The functional run of one case.
-  CaseResult grade(const Entry& e) {
+  /// The functional run of one case, with its input and oracle output.
+  CaseResult grade(const Entry& e, CaseData data) {
     CaseResult r;
-    if (e.c.dtype == DType::Float32) grade_typed<float>(e, r);
-    else grade_typed<std::int32_t>(e, r);
+    if (!data.error.empty())
+      harness_fault(r, "cannot make the input or the expected output of case '" + e.c.id + "': " + data.error);
+    else if (e.c.dtype == DType::Float32) grade_typed<float>(e, data.input_f, data.expected, r);
+    else grade_typed<std::int32_t>(e, data.input_i, data.expected, r);
     return r;
   }
 
@@ -211,7 +242,9 @@ class Session {
   ToolRun run_tool(const std::string& tool, const std::vector<const Entry*>& cases,
                    const std::string& compute_sanitizer);
 
+  /// Ends the worker (it may finish its output) and kills the spare workers.
   void shutdown() {
+    spares_.clear();
     if (!worker_) return;
     worker_->close_stdin();
     worker_->wait_exit(after(2.0));
@@ -220,7 +253,7 @@ class Session {
 
  private:
   template <typename T>
-  void grade_typed(const Entry& e, CaseResult& r);
+  void grade_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected, CaseResult& r);
   void time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_changed);
   /// "prepare" for the cases about to be timed, with the GPU shared (timing_s counts it).
   void prepare_timed(const std::vector<Entry>& entries, const std::vector<std::size_t>& todo);
@@ -248,7 +281,16 @@ class Session {
   /// on_ran: called when the worker says the GPU part of the command is over ("stage": "ran").
   Exchange exchange(WorkerProcess& w, const json& command, double deadline_s, bool budget_capped,
                     const std::string& log_path, const std::function<void()>& on_ran = nullptr);
-  void drop_worker() { worker_.reset(); }
+  /// Kills the worker after a crash, a timeout, a garbled reply or a broken CUDA context.
+  void drop_worker() {
+    worker_.reset();
+    ++lost_workers_;
+    warm_spares();
+  }
+  /// Once workers are being lost, keeps up to kMaxSpares started ahead of need: each start costs a
+  /// CUDA context (a second or more on a busy GPU), and a submission that crashes on every case
+  /// would otherwise wait for one per case.
+  void warm_spares();
 
   /// The worker's input file for command k.
   template <typename T>
@@ -275,13 +317,20 @@ class Session {
   const Options& o_;
   std::string dir_, log_path_, sanitizer_log_path_;
   std::unique_ptr<WorkerProcess> worker_;
+  struct Spare {
+    std::unique_ptr<WorkerProcess> process;
+    std::uintmax_t log_from = 0;  // the log's size when it started (for the tail of a failed start)
+  };
+  static constexpr std::size_t kMaxSpares = 4;
+  std::deque<Spare> spares_;
+  int lost_workers_ = 0;
   json hello_ = nullptr;
   std::vector<std::string> errors_;
   std::uint64_t next_k_ = 1;
   int failed_starts_ = 0;                  // consecutive workers that did not say hello
   std::optional<CaseResult> start_broken_; // after two failed starts in a row: every later case
   Clock::time_point budget_end_ = Clock::time_point::max();
-  double lock_wait_s_ = 0, timing_s_ = 0;
+  double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0;
 };
 
 /// Reads the hello line; "" when it is fine, else the message (and sets status).
@@ -333,13 +382,20 @@ bool Session::ensure_worker(CaseResult& r) {
     r.message = start_broken_->message;
     return false;
   }
-  const std::uintmax_t log_from = file_size_or_zero(log_path_);
-  try {
-    worker_ = std::make_unique<WorkerProcess>(std::vector<std::string>{o_.worker, "--channel", dir_}, log_path_);
-  } catch (const std::exception& ex) {
-    harness_fault(r, std::string("cannot start the worker: ") + ex.what());
-    start_broken_ = r;
-    return false;
+  std::uintmax_t log_from = 0;
+  if (!spares_.empty()) {  // started earlier: its CUDA context may be up already
+    worker_ = std::move(spares_.front().process);
+    log_from = spares_.front().log_from;
+    spares_.pop_front();
+  } else {
+    log_from = file_size_or_zero(log_path_);
+    try {
+      worker_ = std::make_unique<WorkerProcess>(std::vector<std::string>{o_.worker, "--channel", dir_}, log_path_);
+    } catch (const std::exception& ex) {
+      harness_fault(r, std::string("cannot start the worker: ") + ex.what());
+      start_broken_ = r;
+      return false;
+    }
   }
   json h;
   Status status;
@@ -347,9 +403,11 @@ bool Session::ensure_worker(CaseResult& r) {
   if (problem.empty()) {
     hello_ = h;
     failed_starts_ = 0;
+    warm_spares();
     return true;
   }
   worker_.reset();
+  spares_.clear();  // started the same way: they would fail the same way
   r.status = status;
   r.message = problem;
   if (status == Status::InternalError) {
@@ -361,6 +419,22 @@ bool Session::ensure_worker(CaseResult& r) {
     start_broken_->message += " (the worker failed to start twice in a row: not started again)";
   }
   return false;
+}
+
+void Session::warm_spares() {
+  if (start_broken_) return;
+  const std::size_t want = std::min(kMaxSpares, static_cast<std::size_t>(lost_workers_));
+  while (spares_.size() < want) {
+    Spare spare;
+    spare.log_from = file_size_or_zero(log_path_);
+    try {
+      spare.process =
+          std::make_unique<WorkerProcess>(std::vector<std::string>{o_.worker, "--channel", dir_}, log_path_);
+    } catch (const std::exception&) {
+      return;  // ensure_worker reports it when it has to start one itself
+    }
+    spares_.push_back(std::move(spare));
+  }
 }
 
 Exchange Session::exchange(WorkerProcess& w, const json& cmd, double deadline_s, bool budget_capped,
@@ -437,17 +511,9 @@ Exchange Session::exchange(WorkerProcess& w, const json& cmd, double deadline_s,
 }
 
 template <typename T>
-void Session::grade_typed(const Entry& e, CaseResult& r) {
+void Session::grade_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected,
+                          CaseResult& r) {
   const Case& c = e.c;
-  std::vector<T> input;
-  std::vector<double> expected;
-  try {
-    input = make_input<T>(e.input_case);
-    expected = oracle_scan(input, c.kind);
-  } catch (const std::exception& ex) {
-    harness_fault(r, "cannot make the input or the expected output of case '" + c.id + "': " + ex.what());
-    return;
-  }
   const std::uint64_t k = next_k_++;
   const std::string nonce = random_hex(16);
   if (const std::string why = write_input(k, input); !why.empty()) {
@@ -530,7 +596,7 @@ void Session::grade_typed(const Entry& e, CaseResult& r) {
   if (v.status == Status::InternalError) errors_.push_back(c.id + ": " + v.message);
   if (run.context_broken) {
     r.message += " (the CUDA context is broken: the next case runs in a fresh worker)";
-    shutdown();
+    drop_worker();
   }
 }
 
@@ -607,7 +673,7 @@ void Session::prepare_timed(const std::vector<Entry>& entries, const std::vector
       break;
     }
   }
-  timing_s_ += seconds_since(start);
+  prepare_s_ += seconds_since(start);
 }
 
 json Session::timed_command(const char* mode, const Entry& e) {
@@ -654,7 +720,7 @@ void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_
   if (!tj["error"].get<std::string>().empty()) {
     r.status = Status::Crash;
     r.message = "the case passed, then failed during the timed repetitions: " + tj["error"].get<std::string>();
-    if (tj.value("context_broken", false)) shutdown();
+    if (tj.value("context_broken", false)) drop_worker();
     return;
   }
   static const char* kNumbers[] = {"median_ms", "min_ms", "max_ms", "spread", "gbps", "copy_gbps",
@@ -981,7 +1047,9 @@ the student's code), checks each result against the CPU oracle and writes result
                           use one FILE per GPU, with --gpu-lock. Without it the baselines are timed
                           in the same process as the student's call, every time
   --verbose               one progress line per case on stderr; at the end a line
-                          "scangrade_judge: phases functional_s=F timing_s=T lock_wait_s=W sanitizer_s=S"
+                          "scangrade_judge: phases functional_s=F timing_s=T lock_wait_s=W sanitizer_s=S
+                          prepare_s=P" (T: timed cases, the GPU held exclusively; P: their
+                          inputs put on the GPU beforehand)
   --help                  this text
 
 Exit codes (also results.exit_code):
@@ -1164,7 +1232,19 @@ int run_judge(const Options& o) {
       sanitizer_path = *p;
   }
 
-  // functional runs (and timing)
+  // functional runs; the next case's input and oracle are made while the worker runs this one
+  const auto runs = [&](const Entry& e) {
+    return session && errors.empty() && build_status != "layout_error" &&
+           !(build_status == "compile_error" && (no_run || failed_slots.count(e.c.slot)));
+  };
+  std::future<CaseData> ahead;
+  std::size_t ahead_i = entries.size();
+  const auto make_ahead = [&](std::size_t from) {
+    for (ahead_i = from; ahead_i < entries.size() && !runs(entries[ahead_i]); ++ahead_i) {
+    }
+    if (ahead_i < entries.size()) ahead = std::async(std::launch::async, make_case_data, std::cref(entries[ahead_i]));
+  };
+  make_ahead(0);
   const auto functional_start = Clock::now();
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const Entry& e = entries[i];
@@ -1184,7 +1264,9 @@ int run_judge(const Options& o) {
       r.status = Status::Timeout;
       r.message = "submission time budget exhausted";
     } else {
-      r = session->grade(e);
+      CaseData data = ahead_i == i ? ahead.get() : make_case_data(e);
+      make_ahead(i + 1);
+      r = session->grade(e, std::move(data));
     }
     r.duration_s = seconds_since(case_start) - ((session ? session->lock_wait_s() : 0.0) - waited_before);
     if (!e.c.sanitize.empty() && r.sanitizer.is_null()) {
@@ -1457,8 +1539,11 @@ int run_judge(const Options& o) {
     // where the time went (grading/batch.py reads this line)
     const double timing = session ? session->timing_s() : 0.0, waited = session ? session->lock_wait_s() : 0.0;
     char line[256];
-    std::snprintf(line, sizeof line, "scangrade_judge: phases functional_s=%.3f timing_s=%.3f lock_wait_s=%.3f sanitizer_s=%.3f\n",
-                  functional_s, timing, waited, sanitizer_pass.value("cost_s", 0.0));
+    std::snprintf(line, sizeof line,
+                  "scangrade_judge: phases functional_s=%.3f timing_s=%.3f lock_wait_s=%.3f sanitizer_s=%.3f "
+                  "prepare_s=%.3f\n",
+                  functional_s, timing, waited, sanitizer_pass.value("cost_s", 0.0),
+                  session ? session->prepare_s() : 0.0);
     std::cerr << line;
   }
   return exit_code;
