@@ -208,7 +208,7 @@ class Session {
     budget_end_ = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget_s));
   }
   bool budget_exhausted() const { return Clock::now() >= budget_end_; }
-  /// Seconds spent waiting for --gpu-lock, and in "time" exchanges, so far.
+  /// Seconds spent waiting for --gpu-lock, and timing with it held exclusively, so far.
   double lock_wait_s() const { return lock_wait_s_; }
   double timing_s() const { return timing_s_; }
   /// Seconds spent preparing timed inputs on the device (GPU shared), so far.
@@ -255,7 +255,7 @@ class Session {
   template <typename T>
   void grade_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected, CaseResult& r);
   void time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_changed);
-  /// "prepare" for the cases about to be timed, with the GPU shared (timing_s counts it).
+  /// "prepare" for the cases about to be timed, with the GPU shared (prepare_s counts it).
   void prepare_timed(const std::vector<Entry>& entries, const std::vector<std::size_t>& todo);
   /// A "prepare" or "time" command: the case and what makes its input.
   json timed_command(const char* mode, const Entry& e);
@@ -287,9 +287,10 @@ class Session {
     ++lost_workers_;
     warm_spares();
   }
-  /// Once workers are being lost, keeps up to kMaxSpares started ahead of need: each start costs a
-  /// CUDA context (a second or more on a busy GPU), and a submission that crashes on every case
-  /// would otherwise wait for one per case.
+  /// Once workers are being lost, keeps up to kMaxSpares started ahead of need, so that the next
+  /// case does not wait for a CUDA context to start. (On an H100 under a 16-judge batch this did
+  /// not shorten a submission that crashes on every case: about 2 s per case either way, so the
+  /// cost is elsewhere, likely the crashed process's teardown.)
   void warm_spares();
 
   /// The worker's input file for command k.
