@@ -135,26 +135,19 @@ TEST_F(GpuLockTest, SharedHoldersRunSideBySide) {
 }
 
 TEST_F(GpuLockTest, ExclusiveWaitsForSharedAndSharedForExclusive) {
-  {
-    Holder timer(lock_, GpuLock::Exclusive, 0.0);
-    auto held = std::make_unique<GpuLock>(lock_, GpuLock::Shared);
-    timer.start();
+  // this process holds the lock in `held_mode` for 400 ms; another asks for it in `asked_mode`
+  const auto waits_for_release = [&](GpuLock::Mode held_mode, GpuLock::Mode asked_mode) {
+    Holder other(lock_, asked_mode, 0.0);
+    auto held = std::make_unique<GpuLock>(lock_, held_mode);
+    other.start();
     std::this_thread::sleep_for(std::chrono::milliseconds(400));
     const double let_go = now_s();
     held.reset();
-    timer.join();
-    EXPECT_GE(timer.got, let_go) << "the exclusive holder did not wait for the shared one";
-  }
-  {
-    Holder runner(lock_, GpuLock::Shared, 0.0);
-    auto held = std::make_unique<GpuLock>(lock_, GpuLock::Exclusive);
-    runner.start();
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
-    const double let_go = now_s();
-    held.reset();
-    runner.join();
-    EXPECT_GE(runner.got, let_go) << "the shared holder did not wait for the exclusive one";
-  }
+    other.join();
+    return other.got >= let_go;
+  };
+  EXPECT_TRUE(waits_for_release(GpuLock::Shared, GpuLock::Exclusive)) << "the exclusive holder did not wait";
+  EXPECT_TRUE(waits_for_release(GpuLock::Exclusive, GpuLock::Shared)) << "the shared holder did not wait";
   EXPECT_TRUE(free_now());
 }
 

@@ -74,6 +74,36 @@ class Judge : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
+  /// A stand-in for compute-sanitizer at DIR/compute-sanitizer: answers --version, takes the
+  /// options the judge passes (setting $tool and $save, the XML report's path), leaves the worker's
+  /// command line in "$@" and then runs `body` (which runs the worker and writes the report).
+  std::string fake_sanitizer(const std::string& body) {
+    const std::string path = dir_ + "/compute-sanitizer";
+    write_text(path, R"SH(#!/bin/sh
+if [ "$1" = "--version" ]; then echo "NVIDIA (R) Compute Sanitizer"; echo "Version 2099.1.0 fake"; exit 0; fi
+save=""; tool=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --save) save="$2"; shift 2;;
+    --tool) tool="$2"; shift 2;;
+    --error-exitcode|--print-limit) shift 2;;
+    --xml) shift;;
+    *) break;;
+  esac
+done
+)SH" + body);
+    chmod(path.c_str(), 0755);
+    return path;
+  }
+  /// Shell lines writing a one-race XML report to $save and exiting 86 (--error-exitcode).
+  static std::string race_report(const std::string& func, const std::string& file, int line) {
+    return "cat > \"$save\" <<EOF\n<?xml version=\"1.0\"?>\n"
+           "<ComputeSanitizerOutput><record><kind>Race</kind><level>Error</level>\n"
+           "<what><text>Race reported between Write access and Read access</text></what>\n"
+           "<where><func>" + func + "</func><path>" + file + "</path><line>" + std::to_string(line) +
+           "</line></where></record></ComputeSanitizerOutput>\nEOF\nexit 86\n";
+  }
+
   /// A worker executable: the fake worker with these arguments (exec: same pid).
   std::string worker(const std::string& args) {
     const std::string path = dir_ + "/worker-" + std::to_string(workers_++) + ".sh";
@@ -350,30 +380,8 @@ TEST_F(Judge, PerformancePointsNeedEveryCaseOfTheSlot) {
 }
 
 TEST_F(Judge, SanitizerFindingsTurnAPassIntoARace) {
-  // A stand-in for compute-sanitizer: writes a racecheck report, runs the worker, exits 86.
-  const std::string fake_cs = dir_ + "/compute-sanitizer";
-  write_text(fake_cs, R"(#!/bin/sh
-if [ "$1" = "--version" ]; then echo "NVIDIA (R) Compute Sanitizer"; echo "Version 2099.1.0 fake"; exit 0; fi
-save=""; tool=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --save) save="$2"; shift 2;;
-    --tool) tool="$2"; shift 2;;
-    --error-exitcode|--print-limit) shift 2;;
-    --xml) shift;;
-    *) break;;
-  esac
-done
-"$@"
-cat > "$save" <<EOF
-<?xml version="1.0"?>
-<ComputeSanitizerOutput><record><kind>Race</kind><level>Error</level>
-<what><text>Race reported between Write access and Read access</text></what>
-<where><func>scan_tile</func><path>single_pass.cu</path><line>42</line></where></record></ComputeSanitizerOutput>
-EOF
-exit 86
-)");
-  chmod(fake_cs.c_str(), 0755);
+  // compute-sanitizer stand-in: runs the worker, reports one race
+  const std::string fake_cs = fake_sanitizer("\"$@\"\n" + race_report("scan_tile", "single_pass.cu", 42));
   const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(fake_cs), "gpu");
   ASSERT_TRUE(r.written) << r.err;
   EXPECT_EQ(r.code, 1);
@@ -405,35 +413,14 @@ TEST_F(Judge, SanitizerRunsOneProcessPerToolAndBlamesTheRightCase) {
      "values": "random", "seed": 3, "why": "c", "sanitize": ["racecheck", "memcheck"]},
     {"id": "sp.n3002", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 3002,
      "values": "random", "seed": 4, "why": "d"}]})");
-  const std::string fake_cs = dir_ + "/compute-sanitizer";
-  write_text(fake_cs, R"SH(#!/bin/sh
-if [ "$1" = "--version" ]; then echo "Version 2099.1.0 fake"; exit 0; fi
-save=""; tool=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --save) save="$2"; shift 2;;
-    --tool) tool="$2"; shift 2;;
-    --error-exitcode|--print-limit) shift 2;;
-    --xml) shift;;
-    *) break;;
-  esac
-done
-cmds="$save.cmds"
+  const std::string fake_cs = fake_sanitizer(R"SH(cmds="$save.cmds"
 tee "$cmds" | "$@"
 echo "$tool $(grep -c '"mode":"check"' "$cmds")" >> "$(dirname "$0")/cs.log"
 if [ "$tool" = racecheck ] && grep -q '"n":3001' "$cmds"; then
-cat > "$save" <<EOF
-<?xml version="1.0"?>
-<ComputeSanitizerOutput><record><kind>Race</kind><level>Error</level>
-<what><text>Race reported between Write access and Read access</text></what>
-<where><func>look_back</func><path>single_pass.cu</path><line>7</line></where></record></ComputeSanitizerOutput>
-EOF
-exit 86
-fi
+)SH" + race_report("look_back", "single_pass.cu", 7) + R"SH(fi
 echo '<?xml version="1.0"?><ComputeSanitizerOutput></ComputeSanitizerOutput>' > "$save"
 exit 0
 )SH");
-  chmod(fake_cs.c_str(), 0755);
   const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(fake_cs), "gpu");
   ASSERT_TRUE(r.written) << r.err;
   expect_valid(r.results, dir_);
