@@ -36,7 +36,7 @@ struct Suite {
   std::filesystem::path path;
   std::vector<Case> cases;
   /// Performance points per slot ("performance": {"points": {"hierarchical": 5}}): what the grader
-  /// awards for speed on the slot's perf cases (see harness/grader/scoring.h for the rule).
+  /// awards for speed on the slot's perf cases (see grading/judge/scoring.h for the rule).
   std::map<Slot, double> performance_points;
 };
 

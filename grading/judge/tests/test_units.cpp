@@ -75,7 +75,7 @@ TEST(SanitizerXml, RacecheckRecordsBecomeFindings) {
   EXPECT_NE(message.find("(and 1 more)"), std::string::npos) << message;
 }
 
-// Read off compute-sanitizer 2025.3.1 racecheck on an H200 (harness/grader/tests/racy/slots.cu).
+// Read off compute-sanitizer 2025.3.1 racecheck on an H200 (tests/racy/slots.cu, then under harness/grader/).
 const char* kRealRaceXml = R"(<?xml version="1.0" encoding="utf-8"?>
 <ComputeSanitizerOutput>
   <record>

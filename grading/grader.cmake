@@ -1,6 +1,9 @@
 # The grader: scangrade_judge (never links student code, nor the CUDA runtime) and the workers that
-# run the student's slots. Included at the end of the top-level CMakeLists.txt.
-set(SCANGRADE_GRADER_DIR "${CMAKE_SOURCE_DIR}/harness/grader")
+# run the student's slots. Included at the end of the top-level CMakeLists.txt when this folder and
+# reference/ are there (not in the student handout).
+set(SCANGRADE_JUDGE_DIR "${CMAKE_SOURCE_DIR}/grading/judge")
+set(SCANGRADE_WORKER_DIR "${CMAKE_SOURCE_DIR}/grading/worker")
+set(SCANGRADE_PROTOCOL_DIR "${CMAKE_SOURCE_DIR}/grading/protocol")
 
 # --- worker ---------------------------------------------------------------------------------------
 if(SCANGRADE_CUDA)
@@ -13,8 +16,9 @@ target_link_libraries(scangrade_alloc_tracker_obj PRIVATE scangrade_core CUDA::c
 # worker. SCANGRADE_WORKER_TIMING: the "time" mode (reference, CUB, events); off for the CPU
 # emulation backend, which compiles worker_main.cpp with the host compiler.
 add_library(scangrade_worker_main STATIC
-  ${SCANGRADE_GRADER_DIR}/worker_main.cpp
-  ${SCANGRADE_GRADER_DIR}/worker_timing.cpp)
+  ${SCANGRADE_WORKER_DIR}/worker_main.cpp
+  ${SCANGRADE_WORKER_DIR}/worker_timing.cpp)
+target_include_directories(scangrade_worker_main PRIVATE ${SCANGRADE_PROTOCOL_DIR})
 target_compile_definitions(scangrade_worker_main PRIVATE SCANGRADE_WORKER_TIMING=1)
 target_link_libraries(scangrade_worker_main
   PUBLIC scangrade_device scangrade_reference CUDA::cudart ${CMAKE_DL_LIBS}
@@ -29,7 +33,7 @@ endfunction()
 
 # The repository's student/ folder, and the reference solutions bound as the student.
 scangrade_add_worker(scangrade_worker_student scangrade_student)
-add_library(scangrade_reference_as_student STATIC ${SCANGRADE_GRADER_DIR}/reference_as_student.cpp)
+add_library(scangrade_reference_as_student STATIC ${SCANGRADE_WORKER_DIR}/reference_as_student.cpp)
 target_link_libraries(scangrade_reference_as_student PUBLIC scangrade_reference)
 scangrade_add_worker(scangrade_worker_reference scangrade_reference_as_student)
 endif()
@@ -37,9 +41,10 @@ endif()
 # The same worker over the CPU emulation backend: no timing; each check runs under several thread
 # orders (emulated_run.h) and the reply says when results differ.
 if(SCANGRADE_EMULATION)
-  add_library(scangrade_worker_main_emu STATIC ${SCANGRADE_GRADER_DIR}/worker_main.cpp)
+  add_library(scangrade_worker_main_emu STATIC ${SCANGRADE_WORKER_DIR}/worker_main.cpp)
+  target_include_directories(scangrade_worker_main_emu PRIVATE ${SCANGRADE_PROTOCOL_DIR})
   target_link_libraries(scangrade_worker_main_emu PUBLIC scangrade_device_emu PRIVATE nlohmann_json::nlohmann_json)
-  add_executable(scangrade_worker_reference_emu ${SCANGRADE_GRADER_DIR}/reference_as_student.cpp)
+  add_executable(scangrade_worker_reference_emu ${SCANGRADE_WORKER_DIR}/reference_as_student.cpp)
   scangrade_add_emulated_sources(TARGET scangrade_worker_reference_emu SOURCES ${SCANGRADE_REFERENCE_EMULATED_SOURCES})
   target_include_directories(scangrade_worker_reference_emu PRIVATE ${CMAKE_SOURCE_DIR}/reference)
   target_link_libraries(scangrade_worker_reference_emu PRIVATE scangrade_worker_main_emu)
@@ -47,16 +52,16 @@ endif()
 
 # --- judge ----------------------------------------------------------------------------------------
 add_library(scangrade_judge_lib STATIC
-  ${SCANGRADE_GRADER_DIR}/sha256.cpp
-  ${SCANGRADE_GRADER_DIR}/sanitizer_xml.cpp
-  ${SCANGRADE_GRADER_DIR}/scoring.cpp
-  ${SCANGRADE_GRADER_DIR}/process.cpp
-  ${SCANGRADE_GRADER_DIR}/judge.cpp)
-target_include_directories(scangrade_judge_lib PUBLIC ${SCANGRADE_GRADER_DIR})
+  ${SCANGRADE_JUDGE_DIR}/sha256.cpp
+  ${SCANGRADE_JUDGE_DIR}/sanitizer_xml.cpp
+  ${SCANGRADE_JUDGE_DIR}/scoring.cpp
+  ${SCANGRADE_JUDGE_DIR}/process.cpp
+  ${SCANGRADE_JUDGE_DIR}/judge.cpp)
+target_include_directories(scangrade_judge_lib PUBLIC ${SCANGRADE_JUDGE_DIR} ${SCANGRADE_PROTOCOL_DIR})
 find_package(Threads REQUIRED)  # the judge makes the next case's input while a worker runs
 target_link_libraries(scangrade_judge_lib PUBLIC scangrade_core nlohmann_json::nlohmann_json Threads::Threads)
 target_compile_definitions(scangrade_judge_lib PRIVATE SCANGRADE_VERSION="${PROJECT_VERSION}")
-add_executable(scangrade_judge ${SCANGRADE_GRADER_DIR}/judge_main.cpp)
+add_executable(scangrade_judge ${SCANGRADE_JUDGE_DIR}/judge_main.cpp)
 target_link_libraries(scangrade_judge PRIVATE scangrade_judge_lib)
 
 # --- toolchain.json: compiling and linking a submission without CMake ---------------------------
@@ -111,24 +116,24 @@ endif()
 
 # --- tests ----------------------------------------------------------------------------------------
 if(SCANGRADE_BUILD_TESTS)
-  add_executable(scangrade_fake_worker ${SCANGRADE_GRADER_DIR}/tests/fake_worker.cpp)
-  target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_GRADER_DIR})
+  add_executable(scangrade_fake_worker ${SCANGRADE_JUDGE_DIR}/tests/fake_worker.cpp)
+  target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_PROTOCOL_DIR})
   target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
 
 endif()
 if(SCANGRADE_BUILD_TESTS AND SCANGRADE_CUDA)
   # A known-racy submission (in-place Hillis-Steele): the GPU test expects racecheck to catch it.
-  add_library(scangrade_racy_student STATIC ${SCANGRADE_GRADER_DIR}/tests/racy/slots.cu)
+  add_library(scangrade_racy_student STATIC ${SCANGRADE_JUDGE_DIR}/tests/racy/slots.cu)
   target_link_libraries(scangrade_racy_student PUBLIC scangrade_core)
   target_compile_options(scangrade_racy_student PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
   scangrade_add_worker(scangrade_worker_racy scangrade_racy_student)
 
   add_executable(scangrade_grader_tests
-    ${SCANGRADE_GRADER_DIR}/tests/test_units.cpp
-    ${SCANGRADE_GRADER_DIR}/tests/test_judge.cpp
-    ${SCANGRADE_GRADER_DIR}/tests/test_toolchain.cpp
-    ${SCANGRADE_GRADER_DIR}/tests/test_gpu_lock.cpp
-    ${SCANGRADE_GRADER_DIR}/tests/test_gpu_reference.cpp)
+    ${SCANGRADE_JUDGE_DIR}/tests/test_units.cpp
+    ${SCANGRADE_JUDGE_DIR}/tests/test_judge.cpp
+    ${SCANGRADE_JUDGE_DIR}/tests/test_toolchain.cpp
+    ${SCANGRADE_JUDGE_DIR}/tests/test_gpu_lock.cpp
+    ${SCANGRADE_JUDGE_DIR}/tests/test_gpu_reference.cpp)
   target_link_libraries(scangrade_grader_tests PRIVATE scangrade_judge_lib GTest::gtest_main)
   target_compile_definitions(scangrade_grader_tests PRIVATE
     SCANGRADE_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
