@@ -1,0 +1,481 @@
+// The sandbox around student processes (sandbox.h).
+#include "sandbox.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace scangrade::sandbox {
+namespace {
+
+constexpr uid_t kNobody = 65534;
+
+std::string errno_text() { return std::strerror(errno); }
+
+bool write_text(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool has_word(const std::string& words, const std::string& word) {
+  std::istringstream in(words);
+  for (std::string w; in >> w;)
+    if (w == word) return true;
+  return false;
+}
+
+std::string find_in_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string p = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return "";
+}
+
+/// The cgroup v2 mount point, or "".
+std::string cgroup2_mount() {
+  std::ifstream mounts("/proc/self/mounts");
+  for (std::string line; std::getline(mounts, line);) {
+    std::istringstream f(line);
+    std::string dev, dir, type;
+    f >> dev >> dir >> type;
+    if (type == "cgroup2") return dir;
+  }
+  return "";
+}
+
+/// Runs argv (a path first) with the child's stdout/stderr discarded; its exit status, or -1.
+int run_quietly(const std::vector<std::string>& argv, const Run* run, std::string* output) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return -1;
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    if (run && run->enter() != 0) _exit(126);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  const CappedText text = read_capped(out[0], 4096, 0);
+  close(out[0]);
+  if (output) *output = text.text;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string human_bytes(std::uint64_t b) {
+  if (b % (1ull << 30) == 0) return std::to_string(b >> 30) + " GiB";
+  return std::to_string(b >> 20) + " MiB";
+}
+
+}  // namespace
+
+std::optional<Mode> parse_mode(const std::string& text) {
+  if (text == "off") return Mode::Off;
+  if (text == "auto") return Mode::Auto;
+  if (text == "require") return Mode::Require;
+  return std::nullopt;
+}
+
+const char* mode_name(Mode m) {
+  switch (m) {
+    case Mode::Off: return "off";
+    case Mode::Auto: return "auto";
+    case Mode::Require: return "require";
+  }
+  return "?";
+}
+
+std::string Isolation::summary() const {
+  std::string s = "sandbox: ";
+  if (sandboxed) {
+    s += tool + " " + tool_version + " (";
+    for (std::size_t i = 0; i < namespaces.size(); ++i) s += (i ? ", " : "") + namespaces[i];
+    s += " namespaces)";
+  } else {
+    s += mode == "off" ? "off (--sandbox off)" : "NONE (no bubblewrap: " + (notes.empty() ? std::string("?") : notes[0]) + ")";
+  }
+  if (uid_dropped && uid) s += ", uid " + std::to_string(*uid);
+  if (limits_via == "cgroup v2") {
+    s += ", limits by cgroup v2 (" + human_bytes(limits.memory_bytes) + ", " + std::to_string(limits.pids) + " processes, " +
+         std::to_string(limits.cpus).substr(0, 4) + " CPUs)";
+  } else if (limits_via == "rlimit") {
+    s += ", limits by rlimit (" + std::to_string(limits.pids) + " more processes, files up to " + human_bytes(limits.file_bytes) +
+         ", " + std::to_string(limits.cpu_seconds) + " s of CPU; memory not limited)";
+  }
+  return s;
+}
+
+void to_json(nlohmann::json& j, const Isolation& iso) {
+  j = {{"mode", iso.mode},
+       {"sandboxed", iso.sandboxed},
+       {"tool", iso.tool},
+       {"tool_version", iso.tool_version},
+       {"namespaces", iso.namespaces},
+       {"uid_dropped", iso.uid_dropped},
+       {"uid", iso.uid ? nlohmann::json(*iso.uid) : nlohmann::json(nullptr)},
+       {"limits_via", iso.limits_via},
+       {"limits",
+        {{"memory_bytes", iso.limits.memory_bytes},
+         {"pids", iso.limits.pids},
+         {"cpus", iso.limits.cpus},
+         {"file_bytes", iso.limits.file_bytes},
+         {"cpu_seconds", iso.limits.cpu_seconds},
+         {"open_files", iso.limits.open_files},
+         {"tmp_bytes", iso.limits.tmp_bytes}}},
+       {"notes", iso.notes},
+       {"summary", iso.summary()}};
+}
+
+// --- Sandbox ---------------------------------------------------------------------------------------
+
+Sandbox::Sandbox(Config config) : config_(std::move(config)) {
+  iso_.mode = mode_name(config_.mode);
+  iso_.limits = config_.limits;
+  iso_.tool = "none";
+  const bool root = geteuid() == 0;
+  if (config_.mode == Mode::Off) {
+    iso_.limits_via = "none";
+    iso_.notes.push_back("--sandbox off: student code runs with the grader's uid, filesystem and network");
+    return;
+  }
+  if (root) {
+    drop_uid_ = config_.uid.value_or(kNobody);
+    iso_.uid_dropped = true;
+    iso_.uid = drop_uid_;
+  } else {
+    iso_.notes.push_back("the grader does not run as root: student code keeps the grader's uid (inside its own user namespace when sandboxed)");
+  }
+
+  // cgroup v2: <mount>/scangrade/<name>-<pid> with memory, pids and cpu limits; runs in leaves below
+  std::string why_no_cgroup;
+  const std::string mount = cgroup2_mount();
+  if (mount.empty()) {
+    why_no_cgroup = "no cgroup v2 hierarchy is mounted";
+  } else {
+    const std::string base = mount + "/scangrade";
+    if (mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) {
+      why_no_cgroup = "cannot create " + base + ": " + errno_text();
+    } else {
+      const std::string have = read_text(mount + "/cgroup.subtree_control");
+      if (!has_word(have, "memory") || !has_word(have, "pids")) write_text(mount + "/cgroup.subtree_control", "+memory +pids +cpu");
+      const std::string now = read_text(mount + "/cgroup.subtree_control");
+      if (!has_word(now, "memory") || !has_word(now, "pids")) {
+        why_no_cgroup = "the cgroup v2 hierarchy at " + mount + " does not delegate the memory and pids controllers (it has: '" +
+                        now.substr(0, now.find('\n')) + "')";
+      } else {
+        write_text(base + "/cgroup.subtree_control", has_word(now, "cpu") ? "+memory +pids +cpu" : "+memory +pids");
+        const std::string mine = base + "/" + config_.name + "-" + std::to_string(getpid());
+        if (mkdir(mine.c_str(), 0755) != 0 && errno != EEXIST) {
+          why_no_cgroup = "cannot create " + mine + ": " + errno_text();
+        } else if (!write_text(mine + "/memory.max", std::to_string(config_.limits.memory_bytes)) ||
+                   !write_text(mine + "/pids.max", std::to_string(config_.limits.pids))) {
+          why_no_cgroup = "cannot set memory.max/pids.max in " + mine + ": " + errno_text();
+          rmdir(mine.c_str());
+        } else {
+          if (has_word(now, "cpu")) {
+            const long period = 100000;
+            write_text(mine + "/cpu.max", std::to_string(static_cast<long>(config_.limits.cpus * period)) + " " +
+                                              std::to_string(period));
+          }
+          write_text(mine + "/memory.swap.max", "0");
+          cgroup_parent_ = mine;
+        }
+      }
+    }
+  }
+  if (!cgroup_parent_.empty()) {
+    iso_.limits_via = "cgroup v2";
+  } else {
+    iso_.limits_via = "rlimit";
+    iso_.notes.push_back("no cgroup: " + why_no_cgroup + "; limits by rlimits (processes, file size, CPU time, open files, no core dumps)");
+    // RLIMIT_NPROC counts every process of the uid: allow `pids` more than it has now
+    std::uint64_t have = 0;
+    const uid_t uid = drop_uid_.value_or(getuid());
+    if (DIR* d = opendir("/proc")) {
+      while (dirent* e = readdir(d)) {
+        struct stat st {};
+        if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && stat(("/proc/" + std::string(e->d_name)).c_str(), &st) == 0 &&
+            st.st_uid == uid)
+          ++have;
+      }
+      closedir(d);
+    }
+    nproc_limit_ = have + config_.limits.pids;
+  }
+
+  // bubblewrap: found, and able to make its namespaces here (Docker's default seccomp profile, say,
+  // forbids user namespaces): one sandboxed `true` tells
+  bwrap_path_ = find_in_path(config_.bwrap);
+  std::string why_no_bwrap;
+  if (bwrap_path_.empty()) {
+    why_no_bwrap = "bubblewrap (" + config_.bwrap + ") is not installed (apt-get install bubblewrap, or --bwrap PATH)";
+  } else {
+    std::string version;
+    run_quietly({bwrap_path_, "--version"}, nullptr, &version);
+    iso_.tool_version = version.substr(version.find(' ') == std::string::npos ? 0 : version.find(' ') + 1);
+    while (!iso_.tool_version.empty() && std::isspace(static_cast<unsigned char>(iso_.tool_version.back())))
+      iso_.tool_version.pop_back();
+    iso_.sandboxed = true;  // for prepare() below
+    std::string said;
+    const auto probe = prepare({"/usr/bin/true"}, Mounts{});
+    const int rc = run_quietly(probe->argv(), probe.get(), &said);
+    probe->finish();
+    if (rc != 0) {
+      iso_.sandboxed = false;
+      while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.pop_back();
+      why_no_bwrap = "bubblewrap cannot make its namespaces here (" + (said.empty() ? "exit " + std::to_string(rc) : said) +
+                     "; Docker's default seccomp profile blocks user namespaces)";
+    }
+  }
+  if (iso_.sandboxed) {
+    iso_.tool = "bubblewrap";
+    iso_.namespaces = {"user", "mount", "pid", "net", "ipc", "uts", "cgroup"};
+  } else {
+    iso_.tool_version.clear();
+    iso_.notes.insert(iso_.notes.begin(), why_no_bwrap);
+    if (config_.mode == Mode::Require) throw Unavailable("--sandbox require: " + why_no_bwrap);
+  }
+}
+
+Sandbox::~Sandbox() {
+  if (!cgroup_parent_.empty()) {
+    // runs left behind (a caller that never called finish) are killed with the parent cgroup
+    write_text(cgroup_parent_ + "/cgroup.kill", "1");
+    if (DIR* d = opendir(cgroup_parent_.c_str())) {
+      while (dirent* e = readdir(d))
+        if (e->d_type == DT_DIR && std::strncmp(e->d_name, "run-", 4) == 0) rmdir((cgroup_parent_ + "/" + e->d_name).c_str());
+      closedir(d);
+    }
+    for (int i = 0; i < 100 && rmdir(cgroup_parent_.c_str()) != 0 && errno == EBUSY; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
+  std::vector<std::string> a = {bwrap_path_,    "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+                                "--new-session", "--hostname",    "scangrade",      "--ro-bind",         "/usr",
+                                "/usr"};
+  for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+    struct stat st {};
+    if (lstat(top, &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      const ssize_t len = readlink(top, target, sizeof target - 1);
+      if (len <= 0) continue;
+      a.insert(a.end(), {"--symlink", std::string(target, static_cast<std::size_t>(len)), top});
+    } else if (S_ISDIR(st.st_mode)) {
+      a.insert(a.end(), {"--ro-bind", top, top});
+    }
+  }
+  for (const char* etc : {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"})
+    a.insert(a.end(), {"--ro-bind-try", etc, etc});
+  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
+  if (m.gpu) {
+    if (DIR* d = opendir("/dev")) {
+      while (dirent* e = readdir(d))
+        if (std::strncmp(e->d_name, "nvidia", 6) == 0) {
+          const std::string p = "/dev/" + std::string(e->d_name);
+          a.insert(a.end(), {"--dev-bind", p, p});
+        }
+      closedir(d);
+    }
+    a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
+  }
+  const std::string tmp = std::to_string(config_.limits.tmp_bytes);
+  a.insert(a.end(), {"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs",
+                     "/dev/shm"});
+  for (const std::string& p : m.read_only) a.insert(a.end(), {"--ro-bind", p, p});
+  for (const std::string& p : m.writable) a.insert(a.end(), {"--bind", p, p});
+  a.insert(a.end(), {"--chdir", m.chdir.empty() ? "/tmp" : m.chdir, "--clearenv", "--setenv", "PATH",
+                     "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR",
+                     "/tmp", "--setenv", "LANG", "C.UTF-8"});
+  // the device selection and the emulator's knobs reach the student's process; nothing else does
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SCANGRADE_EMU_STACK_KB", "SCANGRADE_EMU_THREAD_ORDER"})
+    if (const char* v = std::getenv(name)) a.insert(a.end(), {"--setenv", name, v});
+  a.push_back("--");
+  return a;
+}
+
+std::unique_ptr<Run> Sandbox::prepare(const std::vector<std::string>& argv, const Mounts& mounts) const {
+  std::unique_ptr<Run> run(new Run());
+  run->owner_ = this;
+  if (config_.mode != Mode::Off && !cgroup_parent_.empty()) {
+    const std::string leaf = cgroup_parent_ + "/run-" + std::to_string(runs_++);
+    if (mkdir(leaf.c_str(), 0755) == 0 || errno == EEXIST) {
+      run->cgroup_ = leaf;
+      run->cgroup_procs_ = leaf + "/cgroup.procs";
+    }
+  }
+  if (iso_.sandboxed) run->argv_ = bwrap_args(mounts);
+  run->argv_.insert(run->argv_.end(), argv.begin(), argv.end());
+  return run;
+}
+
+void Sandbox::hand_over(const std::string& dir) const {
+  if (drop_uid_) (void)!chown(dir.c_str(), *drop_uid_, *drop_uid_);
+}
+
+void Sandbox::kill_uid() const {
+  // Without a pid namespace or a cgroup, the sandbox uid's processes are found by signalling as
+  // that uid: kill(-1) reaches every process the uid owns (and nothing else).
+  if (!drop_uid_ || iso_.sandboxed || !cgroup_parent_.empty()) return;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(*drop_uid_) != 0 || setuid(*drop_uid_) != 0) _exit(1);
+    kill(-1, SIGKILL);
+    _exit(0);
+  }
+  if (pid > 0)
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+}
+
+// --- Run -------------------------------------------------------------------------------------------
+
+Run::~Run() { finish(); }
+
+int Run::enter() const noexcept {
+  const Sandbox& s = *owner_;
+  if (s.config_.mode == Mode::Off) return 0;
+  if (!cgroup_procs_.empty()) {
+    const int fd = ::open(cgroup_procs_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, "0", 1) != 1) return errno ? errno : EIO;
+    ::close(fd);
+  }
+  const auto limit = [](int resource, rlim_t value) {
+    const struct rlimit r {value, value};
+    return setrlimit(resource, &r) == 0 ? 0 : errno;
+  };
+  if (int e = limit(RLIMIT_CORE, 0)) return e;
+  if (int e = limit(RLIMIT_FSIZE, s.config_.limits.file_bytes)) return e;
+  if (int e = limit(RLIMIT_CPU, s.config_.limits.cpu_seconds)) return e;
+  if (int e = limit(RLIMIT_NOFILE, s.config_.limits.open_files)) return e;
+  if (s.drop_uid_) {
+    const uid_t uid = *s.drop_uid_;
+    if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0) return errno;
+  }
+  if (s.nproc_limit_ > 0)
+    if (int e = limit(RLIMIT_NPROC, s.nproc_limit_)) return e;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // a uid change clears it
+  prctl(PR_SET_DUMPABLE, 0);
+  return 0;
+}
+
+void Run::finish() {
+  if (finished_ || owner_ == nullptr) return;
+  finished_ = true;
+  if (cgroup_.empty()) {
+    owner_->kill_uid();
+    return;
+  }
+  const std::string kill_file = cgroup_ + "/cgroup.kill";
+  if (!write_text(kill_file, "1")) {  // kernels before 5.14: signal each process until none is left
+    for (int round = 0; round < 50; ++round) {
+      std::istringstream procs(read_text(cgroup_procs_));
+      bool any = false;
+      for (pid_t pid; procs >> pid;) any = true, kill(pid, SIGKILL);
+      if (!any) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  // the cgroup empties once the killed processes have exited (a GPU context takes a moment)
+  for (int i = 0; i < 500 && rmdir(cgroup_.c_str()) != 0 && errno == EBUSY; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(4));
+}
+
+// --- capped reading --------------------------------------------------------------------------------
+
+void CappedReader::add(const char* p, std::size_t n) {
+  out_.total += n;
+  const std::size_t to_head = std::min(n, head_ - std::min(head_, out_.text.size()));
+  out_.text.append(p, to_head);
+  if (tail_max_ == 0) return;
+  tail_.append(p + to_head, n - to_head);
+  if (tail_.size() > 2 * tail_max_) tail_.erase(0, tail_.size() - tail_max_);
+}
+
+CappedText CappedReader::done() {
+  if (tail_.size() > tail_max_) tail_.erase(0, tail_.size() - tail_max_);
+  out_.dropped = out_.total - out_.text.size() - tail_.size();
+  if (out_.dropped > 0) out_.text += "\n[... " + std::to_string(out_.dropped) + " bytes left out ...]\n";
+  out_.text += tail_;
+  tail_.clear();
+  return std::move(out_);
+}
+
+CappedText read_capped(int fd, std::size_t head, std::size_t tail_max) {
+  CappedReader reader(head, tail_max);
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    reader.add(buf, static_cast<std::size_t>(r));
+  }
+  return reader.done();
+}
+
+CappedText read_file_capped(const std::string& path, std::uint64_t from, std::size_t head, std::size_t tail_max) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > from + head + tail_max) {
+    // a flood: read the head, skip to the tail (the file may still grow; what was written counts)
+    std::string h(head, '\0'), t(tail_max, '\0');
+    const ssize_t hr = pread(fd, h.data(), head, static_cast<off_t>(from));
+    const std::uint64_t tail_at = static_cast<std::uint64_t>(st.st_size) - tail_max;
+    const ssize_t tr = pread(fd, t.data(), tail_max, static_cast<off_t>(tail_at));
+    ::close(fd);
+    h.resize(hr > 0 ? static_cast<std::size_t>(hr) : 0);
+    t.resize(tr > 0 ? static_cast<std::size_t>(tr) : 0);
+    CappedReader reader(head, tail_max);
+    reader.add(h.data(), h.size());
+    CappedText text = reader.done();
+    text.total = static_cast<std::uint64_t>(st.st_size) - from;
+    text.dropped = text.total - h.size() - t.size();
+    text.text += "\n[... " + std::to_string(text.dropped) + " bytes left out ...]\n" + t;
+    return text;
+  }
+  if (from > 0) lseek(fd, static_cast<off_t>(from), SEEK_SET);
+  CappedText out = read_capped(fd, head, tail_max);
+  ::close(fd);
+  return out;
+}
+
+}  // namespace scangrade::sandbox
