@@ -242,9 +242,12 @@ Sandbox::Sandbox(Config config) : config_(std::move(config)) {
   // bubblewrap: found, and able to make its namespaces here (Docker's default seccomp profile, say,
   // forbids user namespaces): one sandboxed `true` tells
   bwrap_path_ = find_in_path(config_.bwrap);
+  setpriv_path_ = access("/usr/bin/setpriv", X_OK) == 0 ? "/usr/bin/setpriv" : "";
   std::string why_no_bwrap;
   if (bwrap_path_.empty()) {
     why_no_bwrap = "bubblewrap (" + config_.bwrap + ") is not installed (apt-get install bubblewrap, or --bwrap PATH)";
+  } else if (drop_uid_ && setpriv_path_.empty()) {
+    why_no_bwrap = "/usr/bin/setpriv (util-linux) is missing: bubblewrap could not drop to the sandbox uid";
   } else {
     std::string version;
     run_quietly({bwrap_path_, "--version"}, nullptr, &version);
@@ -265,7 +268,8 @@ Sandbox::Sandbox(Config config) : config_(std::move(config)) {
   }
   if (iso_.sandboxed) {
     iso_.tool = "bubblewrap";
-    iso_.namespaces = {"user", "mount", "pid", "net", "ipc", "uts", "cgroup"};
+    iso_.namespaces = {"mount", "pid", "net", "ipc", "uts", "cgroup"};
+    if (!drop_uid_) iso_.namespaces.insert(iso_.namespaces.begin(), "user");
   } else {
     iso_.tool_version.clear();
     iso_.notes.insert(iso_.notes.begin(), why_no_bwrap);
@@ -288,9 +292,12 @@ Sandbox::~Sandbox() {
 }
 
 std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
-  std::vector<std::string> a = {bwrap_path_,    "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                                "--new-session", "--hostname",    "scangrade",      "--ro-bind",         "/usr",
-                                "/usr"};
+  // As root, bubblewrap makes the namespaces and mounts with root's rights and setpriv drops to the
+  // sandbox uid inside (so the uid needs no way through the grader's folders to the bound paths);
+  // otherwise a user namespace maps the grader's own uid, and no further one may be made inside.
+  std::vector<std::string> a = {bwrap_path_, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "scangrade"};
+  if (!drop_uid_) a.insert(a.end(), {"--unshare-user", "--disable-userns"});
+  a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
   for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     struct stat st {};
     if (lstat(top, &st) != 0) continue;
@@ -329,6 +336,11 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
   for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SCANGRADE_EMU_STACK_KB", "SCANGRADE_EMU_THREAD_ORDER"})
     if (const char* v = std::getenv(name)) a.insert(a.end(), {"--setenv", name, v});
   a.push_back("--");
+  if (drop_uid_) {
+    const std::string id = std::to_string(*drop_uid_);
+    a.insert(a.end(), {setpriv_path_, "--reuid=" + id, "--regid=" + id, "--clear-groups", "--inh-caps=-all",
+                       "--bounding-set=-all", "--no-new-privs", "--"});
+  }
   return a;
 }
 
@@ -386,7 +398,7 @@ int Run::enter() const noexcept {
   if (int e = limit(RLIMIT_FSIZE, s.config_.limits.file_bytes)) return e;
   if (int e = limit(RLIMIT_CPU, s.config_.limits.cpu_seconds)) return e;
   if (int e = limit(RLIMIT_NOFILE, s.config_.limits.open_files)) return e;
-  if (s.drop_uid_) {
+  if (s.drop_uid_ && !s.iso_.sandboxed) {  // sandboxed: setpriv drops it inside bubblewrap
     const uid_t uid = *s.drop_uid_;
     if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 || setresuid(uid, uid, uid) != 0) return errno;
   }

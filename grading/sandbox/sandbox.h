@@ -2,15 +2,17 @@
 // over the worker, nvcc/g++/the rewriter on student files).
 //
 // What a sandboxed process gets (bubblewrap, when it can run here):
-//   - new user, mount, pid, network (loopback only), ipc, uts and cgroup namespaces; --die-with-parent,
-//     --new-session (no controlling terminal to inject into), no further user namespaces inside;
+//   - new mount, pid, network (loopback only), ipc, uts and cgroup namespaces; --die-with-parent,
+//     --new-session (no controlling terminal to inject into); as root, bubblewrap mounts with root's
+//     rights and setpriv drops to an unprivileged uid with no capabilities inside; otherwise a user
+//     namespace maps the grader's uid and no further user namespace may be made inside;
 //   - a filesystem of read-only binds of the system (/usr and its /bin, /lib links, the dynamic
 //     loader's cache), of the paths the caller names read-only (the toolchain, the built worker, the
 //     contract headers), the paths it names writable (a case channel, a compile's output folder), a
 //     private size-capped /tmp and /dev/shm, a fresh /proc (its own processes only), a minimal /dev
 //     (plus the NVIDIA device nodes for the GPU backend, and a read-only /sys, which the driver needs);
 //   - an empty environment but PATH, HOME=/tmp, TMPDIR=/tmp, LANG and the CUDA device selection;
-//   - when the grader runs as root: an unprivileged uid (no capabilities, owns nothing outside);
+//   - when the grader runs as root: an unprivileged uid (no capabilities, no new privileges);
 //   - limits: a cgroup v2 per run (memory.max, pids.max, cpu.max; cgroup.kill ends every process of
 //     the run) where one can be made, else rlimits (RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_CPU,
 //     RLIMIT_CORE = 0, RLIMIT_NOFILE; never RLIMIT_AS, which breaks CUDA's initialisation).
@@ -145,6 +147,7 @@ class Sandbox {
   Config config_;
   Isolation iso_;
   std::string bwrap_path_;
+  std::string setpriv_path_;
   std::string cgroup_parent_;  // <cgroup2 mount>/scangrade/<name>-<pid>, or ""
   std::optional<uid_t> drop_uid_;
   std::uint64_t nproc_limit_ = 0;  // RLIMIT_NPROC when no cgroup limits pids
