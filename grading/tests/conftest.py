@@ -13,14 +13,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+import fixtures   # grading/tests/pytest.ini puts grading/ and grading/tests/ on the path
+
 GRADING = Path(__file__).resolve().parent.parent
 REPO = GRADING.parent
 TESTS = Path(__file__).resolve().parent
-for p in (str(GRADING), str(TESTS)):
-    if p not in sys.path:
-        sys.path.insert(0, p)
-
-import fixtures  # noqa: E402
 
 NVCC = Path(os.environ.get("SCANGRADE_NVCC", "/usr/local/cuda/bin/nvcc"))
 # the CMake build folder with grading/toolchain.json (tests that need it skip when it is missing)

@@ -10,9 +10,10 @@ import subprocess
 import pytest
 
 from conftest import NVCC, REAL_TOOLCHAIN, REPO, assert_valid, load_schema, make_submission, starter_files
-import build
-from build import Recipe, ToolchainError, read_toolchain, stub_source
-from submission import SLOTS, load_submission
+from scangrade import build
+from scangrade.build import Recipe, ToolchainError, read_toolchain, stub_source
+from scangrade.submission import load_submission
+from scangrade.vocab import SLOTS
 
 GOOD = "// compiles\n"
 

@@ -11,8 +11,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import GRADING, assert_valid
-import exporters
-from exporters import EMULATED, to_autolab, to_gradescope, to_junit, to_prairielearn
+from scangrade import exporters
+from scangrade.exporters import EMULATED, to_autolab, to_gradescope, to_junit, to_prairielearn
 from fixtures import SECRET, make_case, make_results
 
 

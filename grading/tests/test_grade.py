@@ -13,7 +13,7 @@ import pytest
 
 from conftest import GRADING, REPO, assert_valid, make_submission
 import fixtures
-from submission import SLOTS
+from scangrade.vocab import SLOTS
 
 GRADE = GRADING / "grade.py"
 
@@ -174,7 +174,7 @@ def test_help():
 # --- with the real judge (needs `make`: build/grading/toolchain.json, or SCANGRADE_BUILD_DIR) --------
 
 from conftest import REAL_BUILD, REAL_TOOLCHAIN  # noqa: E402
-from grade import detect_backend  # noqa: E402
+from scangrade.grade import detect_backend  # noqa: E402
 
 needs_real_build = pytest.mark.skipif(not REAL_TOOLCHAIN.is_file(),
                                       reason=f"{REAL_TOOLCHAIN} not found: the grader is not built (run `make`)")

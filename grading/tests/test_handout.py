@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+import handout   # tools/, on the path by pytest.ini
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tools"))
-import handout  # noqa: E402
 
 SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
 EMULATION_MAX_N = 2**22 + 1  # kernel_tests.cpp skips larger cases on the emulation backend

@@ -28,8 +28,7 @@ GS = PLATFORMS / "gradescope"
 PL = PLATFORMS / "prairielearn"
 SUMMARY = PLATFORMS / "github" / "summary.py"
 GALLERY = GRADING / "gallery"
-sys.path.insert(0, str(PLATFORMS))
-import common  # noqa: E402
+from scangrade.platforms import common
 
 needs_build = pytest.mark.skipif(
     not REAL_TOOLCHAIN.is_file() or "emulate" not in json.loads(REAL_TOOLCHAIN.read_text()),
@@ -225,7 +224,7 @@ def test_bundle_layout_and_contents(tmp_path):
     names = list(infos)
     for needed in ("CMakeLists.txt", "grading/grade.py", "grading/exporters.py", "testcases/public.json",
                    "harness/include/scangrade/student_api.h", "harness/emulation/rewrite.py",
-                   "grading/platforms/gradescope/run_autograder.py", "grading/platforms/common.py",
+                   "grading/platforms/gradescope/run_autograder.py", "grading/scangrade/platforms/common.py",
                    "student/hillis_steele.cu", "reference/hierarchical.cu"):
         assert needed in names, needed
     forbidden = [n for n in names if n.startswith((".git", "build/", "grading/tests/", "grading/gallery/"))
@@ -475,7 +474,7 @@ def run_summary(tmp_path: Path, doc: dict | None, *args: str, env: dict | None =
         results.write_text(json.dumps(doc))
     summary = tmp_path / "summary.md"
     full_env = {k: v for k, v in os.environ.items() if k not in ("SCANGRADE_MIN_SCORE", "GITHUB_STEP_SUMMARY")}
-    full_env.update({"GITHUB_STEP_SUMMARY": str(summary), **(env or {})})
+    full_env.update({"GITHUB_STEP_SUMMARY": str(summary), "PYTHONPATH": str(GRADING), **(env or {})})
     r = subprocess.run([sys.executable, str(SUMMARY), str(results), *args], env=full_env,
                        capture_output=True, text=True, timeout=60)
     return r, summary.read_text() if summary.exists() else ""

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from conftest import GRADING
-from report import HEADERS, render
+from scangrade.report import HEADERS, render
 
 
 def test_table_has_every_column_and_slot(results_doc):

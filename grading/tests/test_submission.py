@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from conftest import make_submission
-import submission
-from submission import SLOTS, load_submission
+from scangrade import submission
+from scangrade.submission import load_submission
+from scangrade.vocab import SLOTS
 
 STUB = "// slot\n"
 ALL_SLOTS = {f"student/{s}.cu": STUB for s in SLOTS}

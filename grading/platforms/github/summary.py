@@ -2,8 +2,8 @@
 """GitHub Actions view of a ScanGrade results.json: a Markdown job summary, error annotations on the
 failing slots' files, and an exit status from a score threshold.
 
-    python3 grading/platforms/github/summary.py grading-results/student/results.json
-    python3 grading/platforms/github/summary.py results.json --min-score 0.8 --summary summary.md
+    PYTHONPATH=grading python3 grading/platforms/github/summary.py grading-results/student/results.json
+    PYTHONPATH=grading python3 grading/platforms/github/summary.py results.json --min-score 0.8 --summary summary.md
 
 - The Markdown table (one row per slot, then the total) is appended to --summary, by default the
   file named by $GITHUB_STEP_SUMMARY (stdout when that is not set).
@@ -31,7 +31,8 @@ import re
 import sys
 from pathlib import Path
 
-SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
+from scangrade.vocab import SLOTS, slot_verdict
+
 EXIT_OK, EXIT_BELOW, EXIT_BAD_INPUT, EXIT_NOT_GRADED = 0, 1, 2, 3
 EPSILON = 1e-9
 MAX_FAILURES_LISTED = 20
@@ -77,11 +78,13 @@ def exit_code(results: dict, threshold: float) -> int:
     return EXIT_OK if fraction(results) + EPSILON >= threshold else EXIT_BELOW
 
 
-def slot_verdict(info: dict) -> str:
-    statuses = {k: v for k, v in info.get("statuses", {}).items() if k != "pass" and v}
-    if not statuses:
+def verdict_cell(info: dict) -> str:
+    """✅ pass, — without cases, else ❌ and every status but pass with its count, most frequent first."""
+    statuses = info.get("statuses", {})
+    if slot_verdict(statuses) == "pass":
         return "✅ pass" if info.get("cases") else "—"
-    return "❌ " + ", ".join(f"{k} ×{v}" for k, v in sorted(statuses.items(), key=lambda kv: -kv[1]))
+    bad = {k: v for k, v in statuses.items() if k != "pass" and v}
+    return "❌ " + ", ".join(f"{k} ×{v}" for k, v in sorted(bad.items(), key=lambda kv: -kv[1]))
 
 
 def first_line(text: str) -> str:
@@ -108,7 +111,7 @@ def render(results: dict, threshold: float, show_hidden: bool = False) -> str:
             continue
         perf = f"{fmt(info['perf_points'])}/{fmt(info['perf_max_points'])}" if info["perf_max_points"] else "—"
         lines.append(f"| `{slot}` | {info['passed']}/{info['cases']} | {fmt(info['points'])}/{fmt(info['max_points'])}"
-                     f" | {perf} | {slot_verdict(info)} |")
+                     f" | {perf} | {verdict_cell(info)} |")
     lines.append(f"| **total** | | **{fmt(s['points'])}/{fmt(s['max_points'])}** | "
                  + (f"**{fmt(s['perf_points'])}/{fmt(s['perf_max_points'])}**" if s["perf_max_points"] else "—")
                  + f" | **{fmt(s['total'])}/{fmt(s['max_total'])}** |")

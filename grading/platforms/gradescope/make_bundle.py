@@ -84,8 +84,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--budget-s", type=float, default=480,
                         help="grade.py's --budget-s on Gradescope (default: %(default)s; keep it below the "
                              "assignment's autograder timeout minus a few minutes for compiling)")
-    parser.add_argument("--max-n", type=int, default=4194305,
-                        help="grade only cases with n <= N (default: %(default)s, the emulation cap)")
+    parser.add_argument("--max-n", type=int, default=None,
+                        help="grade only cases with n <= N (default: every case up to the judge's emulation cap)")
     parser.add_argument("--repo", type=Path, default=REPO, help="the ScanGrade tree to bundle (default: this one)")
     args = parser.parse_args(argv)
     if args.hidden_suite and not args.secret_file:
@@ -98,7 +98,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     names = [f.name for f in args.hidden_suite]
     if len(set(names)) != len(names) or len({f.name for f in args.suite}) != len(args.suite):
         parser.error("two suites have the same file name")
-    if args.budget_s <= 0 or args.max_n < 0:
+    if args.budget_s <= 0 or (args.max_n is not None and args.max_n < 0):
         parser.error("--budget-s must be positive and --max-n not negative")
     return args
 

@@ -2,13 +2,13 @@
 """Gradescope entrypoint: grade /autograder/submission on the CPU emulation backend and write
 /autograder/results/results.json (Gradescope's format, grading/exporters.py's export).
 
-    python3 run_autograder.py            (what /autograder/run_autograder runs)
+    PYTHONPATH=/autograder/source/grading python3 run_autograder.py   (what /autograder/run_autograder runs)
 
 Gradescope's graders have no GPU, so the backend is `emulate` (cases above 2^22 + 1 elements are
 not graded there, and there are no performance points). Paths:
 
     $AUTOGRADER_ROOT (default /autograder)
-      submission/                  the student's upload (any layout common.stage_submission reads)
+      submission/                  the student's upload (any layout scangrade.platforms.common.stage_submission reads)
       source/                      the unpacked bundle (make_bundle.py): the ScanGrade sources, build/,
                                    scangrade-bundle.json, hidden/ (hidden suites and the secret)
       submission_metadata.json     Gradescope's; the submission id names the graded folder
@@ -31,13 +31,12 @@ import time
 from pathlib import Path
 
 CODE = Path(__file__).resolve().parents[3]          # the ScanGrade tree this script belongs to
-sys.path.insert(0, str(CODE / "grading" / "platforms"))
-from common import (EMULATION_MAX_N, GradeRun, fault_message, grade_command, read_json,  # noqa: E402
-                    run_grade, stage_submission, write_json_atomic)
+from scangrade.platforms.common import (GradeRun, fault_message, grade_command, read_json, run_grade,
+                                        stage_submission, write_json_atomic)
 
 BUNDLE_CONFIG = "scangrade-bundle.json"
 DEFAULTS = {"suites": ["testcases/public.json"], "hidden_suites": [], "secret_file": None,
-            "max_n": EMULATION_MAX_N, "budget_s": 480, "timeout_s": None}
+            "max_n": None, "budget_s": 480, "timeout_s": None}
 
 
 def score_zero(message: str, details: str = "", seconds: float = 0.0) -> dict:

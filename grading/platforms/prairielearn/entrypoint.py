@@ -2,7 +2,8 @@
 """PrairieLearn external-grader entrypoint: grade /grade/student on the CPU emulation backend and write
 /grade/results/results.json (PrairieLearn's format, grading/exporters.py's student-facing export).
 
-    python3 entrypoint.py          (what the image's `entrypoint` script runs; see README.md here)
+    PYTHONPATH=/opt/scangrade/grading python3 entrypoint.py   (what the image's `entrypoint` script runs;
+                                                               see README.md here)
 
 Inputs, as PrairieLearn mounts them under $GRADE_ROOT (default /grade):
 
@@ -16,7 +17,9 @@ scangrade.json (every key optional; relative paths are relative to the file's fo
 starting with "scangrade:" to the ScanGrade install in the image):
 
     {"suites": ["scangrade:testcases/public.json"], "hidden_suites": ["hidden.json"],
-     "secret_file": "secret.txt", "slots": ["hillis_steele"], "max_n": 4194305, "budget_s": 240}
+     "secret_file": "secret.txt", "slots": ["hillis_steele"], "max_n": 65536, "budget_s": 240}
+
+(no max_n: every case, up to the judge's emulation cap)
 
 "slots" grades only those slots (a question per slot): the suites are filtered to their cases.
 "budget_s" is grade.py's budget; grade.py is stopped at "timeout_s" (default budget_s + 420 s for
@@ -39,13 +42,12 @@ import time
 from pathlib import Path
 
 CODE = Path(__file__).resolve().parents[3]          # the ScanGrade install this script belongs to
-sys.path.insert(0, str(CODE / "grading" / "platforms"))
-from common import (EMULATION_MAX_N, GradeRun, fault_message, grade_command, read_json,  # noqa: E402
-                    run_grade, stage_submission, write_filtered_suites, write_json_atomic)
+from scangrade.platforms.common import (GradeRun, fault_message, grade_command, read_json, run_grade,
+                                        stage_submission, write_filtered_suites, write_json_atomic)
 
 PL_LIMIT = 1_000_000
 DEFAULTS = {"suites": ["scangrade:testcases/public.json"], "hidden_suites": [], "secret_file": None,
-            "slots": None, "max_n": EMULATION_MAX_N, "budget_s": 240, "timeout_s": None}
+            "slots": None, "max_n": None, "budget_s": 240, "timeout_s": None}
 
 
 class ConfigError(Exception):

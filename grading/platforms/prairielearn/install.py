@@ -4,7 +4,7 @@ folder: the PrairieLearn image's /opt/scangrade (its Dockerfile runs this in the
 
     python3 grading/platforms/prairielearn/install.py --build build --dest /stage/opt/scangrade --prefix /opt/scangrade
 
-What goes in: grading/*.py and schemas, grading/platforms/ (common.py, prairielearn/), the public
+What goes in: grading/*.py, the scangrade package (Python only) and schemas, grading/platforms/prairielearn/, the public
 suite, the starter files (the image's smoke test), the contract and emulator headers, rewrite.py,
 and from the build only the judge, the link libraries of toolchain.json's "emulate" recipe and
 toolchain.json itself, its paths rewritten to --prefix. What never goes in: reference/ (sources,
@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 SOURCE_FILES = ["testcases/public.json", "harness/emulation/rewrite.py"]
 SOURCE_GLOBS = ["grading/*.py", "grading/results.schema.json", "grading/schemas/*.json", "student/*.cu",
-                "harness/include/**/*", "harness/emulation/include/**/*", "grading/platforms/*.py",
+                "harness/include/**/*", "harness/emulation/include/**/*", "grading/scangrade/**/*.py",
                 "grading/platforms/README.md", "grading/platforms/prairielearn/*"]
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Read a ScanGrade submission: a folder, a .zip or a .tar.gz/.tgz that holds student/.
 
 The submission must contain a folder `student/` with the slot files (hillis_steele.cu, blelloch.cu,
@@ -10,7 +9,7 @@ MAX_FILES files or more than MAX_BYTES bytes are refused.
 A submission that cannot be read that way gets a `layout_error` that says what was found and what
 to do, e.g. "found hillis_steele.cu at the top level: put your files in student/".
 
-    python3 grading/submission.py SUBMISSION      prints what was found (exit 0) or the error (exit 1)
+    PYTHONPATH=grading python3 -m scangrade.submission SUBMISSION   prints what was found (exit 0) or the error (exit 1)
 """
 
 from __future__ import annotations
@@ -27,16 +26,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-# slot name -> file name under student/ (the contract: harness/include/scangrade/student_api.h)
-SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
-SLOT_FILES = {slot: f"{slot}.cu" for slot in SLOTS}
-
-MAX_FILES = 2000
-MAX_BYTES = 64 * 1024 * 1024
-
-ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".gz", ".7z", ".rar")
-# entries that operating systems and LMS tools add on their own; never part of the layout
-JUNK_NAMES = {"__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini"}
+from .vocab import (ARCHIVE_LIKE_SUFFIXES, JUNK_NAMES, MAX_BYTES, MAX_FILES, SLOT_FILES, SLOTS, TAR_SUFFIXES,
+                    strip_archive_suffix)
 
 EXPECTED = ", ".join(SLOT_FILES.values())
 
@@ -74,15 +65,12 @@ class Submission:
 
 def submission_name(path: Path) -> str:
     """The folder name, or the archive's name without its suffix."""
-    name = path.name
-    for suffix in (".tar.gz", ".tgz", ".zip", ".tar"):
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)] or "submission"
-    return name or "submission"
+    stem = strip_archive_suffix(path.name)
+    return "submission" if not stem or stem.lower() in ARCHIVE_LIKE_SUFFIXES else stem
 
 
 def is_archive_name(name: str) -> bool:
-    return name.lower().endswith(ARCHIVE_SUFFIXES)
+    return name.lower().endswith(ARCHIVE_LIKE_SUFFIXES)
 
 
 def _is_junk(name: str) -> bool:
@@ -191,7 +179,7 @@ def unpack(archive: Path, dest: Path) -> None:
     lower = archive.name.lower()
     if lower.endswith(".zip"):
         _unpack_zip(archive, dest)
-    elif lower.endswith((".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz")):
+    elif lower.endswith(TAR_SUFFIXES):
         _unpack_tar(archive, dest)
     else:
         raise LayoutError(f"{archive.name}: unsupported archive type: submit a folder, a .zip or a .tar.gz")

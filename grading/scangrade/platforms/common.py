@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
 """What the platform entrypoints share: lay a submission out for grade.py, run grade.py under a
 deadline, filter suites by slot, and write result files atomically.
 
-Standard library only, and nothing from grading/: the entrypoints must still write a result when
-the rest of the grader is missing or broken (their fallback paths).
+Standard library and scangrade.vocab only (grade.py runs as a separate process): the entrypoints
+must still write a result when the rest of the grader is missing or broken (their fallback paths).
 
 Layouts (stage_submission), in this order:
 
     student/ inside the upload        only student/ is copied (a whole repository may be uploaded)
-    one .zip/.tar.gz and nothing else  the archive itself goes to grade.py, which unpacks it safely
+    one archive and nothing else       the archive itself goes to grade.py, which unpacks it safely
     .cu/.cuh files at the top level    the top-level files are copied into student/ (Gradescope and
                                        PrairieLearn uploads of hillis_steele.cu, ... land there);
                                        folders beside them are ignored, with a note
@@ -31,10 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
-EMULATION_MAX_N = 4194305      # 2^22 + 1: grade.py --max-n for emulated runs (README, emulation limits)
-ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
-JUNK_NAMES = {"__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini"}
+from ..vocab import ARCHIVE_SUFFIXES, JUNK_NAMES, SLOTS
+
 KILL_GRACE_S = 10
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compile a submission's student/ files and link the grading worker; write build.json.
 
 The recipe comes from <build-dir>/grading/toolchain.json, which CMake writes:
@@ -40,8 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from submission import SLOT_FILES, SLOTS, Submission, load_submission  # noqa: E402
+from .submission import Submission, load_submission
+from .vocab import SLOT_FILES, SLOTS
 
 COMPILE_TIMEOUT_S = 120
 LINK_TIMEOUT_S = 120

@@ -1,0 +1,197 @@
+"""Grade the gallery of known submissions and check every verdict.
+
+The gallery (grading/gallery/<entry>/) holds complete submissions, known-correct and known-wrong,
+each with expected.json: the verdict every slot must get (and, where the CPU emulation backend must
+differ, `emulation_verdicts`). This grades each entry with grade.py — plus the reference solutions
+through the prebuilt reference worker — computes each slot's verdict from results.json and prints
+a table entry × slot: expected vs got. Exit 0 when every verdict matches, 1 otherwise.
+With --results-from BATCH_DIR it grades nothing and reads the results a batch run
+(grading/batch.py over the gallery's entries) wrote: the gradebook maps each entry to its results;
+with --copies FILE as well, every row of that batch is a copy of the entry FILE names for its raw
+name (tools/bench_batch.py grades perturbed copies that way).
+
+A slot's verdict: `pass` when every case of the slot passed; otherwise the first status present in
+this order: internal_error, compile_error, not_implemented, timeout, crash, race, memory_error,
+out_of_bounds_write, input_modified, fail, leak (scangrade/vocab.py). On the emulate backend the
+judge stops at its emulation cap unless --max-n says otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import log as logsetup
+from .grade import detect_backend
+from .vocab import SLOTS, slot_verdicts
+
+REPO = Path(__file__).resolve().parents[2]
+GALLERY = REPO / "grading" / "gallery"
+REFERENCE = "reference"
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Entry:
+    name: str
+    expected: dict[str, str]
+    bug: str | None = None
+    got: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    seconds: float = 0.0
+
+    def mismatches(self) -> list[str]:
+        if self.error:
+            return [self.error]
+        return [f"{slot}: expected {want}, got {self.got.get(slot, 'no cases')}"
+                for slot, want in self.expected.items() if self.got.get(slot) != want]
+
+
+def expected_verdicts(spec: dict, backend: str) -> dict[str, str]:
+    """An expected.json's verdicts on this backend."""
+    expected = dict(spec["verdicts"])
+    if backend == "emulate":
+        expected.update(spec.get("emulation_verdicts", {}))
+    return expected
+
+
+def load_entries(backend: str, names: list[str] | None) -> list[Entry]:
+    entries = [Entry(REFERENCE, {slot: "pass" for slot in SLOTS}, None)]
+    for folder in sorted(p for p in GALLERY.iterdir() if (p / "expected.json").is_file()):
+        spec = json.loads((folder / "expected.json").read_text())
+        entries.append(Entry(folder.name, expected_verdicts(spec, backend), spec.get("bug")))
+    if names:
+        unknown = set(names) - {e.name for e in entries}
+        if unknown:
+            raise SystemExit(f"gallery: unknown entries: {', '.join(sorted(unknown))}")
+        entries = [e for e in entries if e.name in names]
+    return entries
+
+
+def grade(entry: Entry, args: argparse.Namespace, toolchain: dict) -> Entry:
+    out = args.out / entry.name
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").unlink(missing_ok=True)
+    limit = ["--max-n", str(args.max_n)] if args.max_n else []
+    suite = ["--suite", str(args.suite)]
+    if entry.name == REFERENCE:
+        worker = toolchain["emulate"]["reference_worker"] if args.backend == "emulate" else toolchain["reference_worker"]
+        cmd = [toolchain["judge"], "--worker", worker, "--out", str(out / "results.json"), "--submission-name",
+               REFERENCE, "--submission-path", str(REPO / "reference"), "--backend", args.backend, *suite, *limit]
+    else:
+        cmd = [sys.executable, str(REPO / "grading" / "grade.py"), str(GALLERY / entry.name), "--out", str(out),
+               "--backend", args.backend, "--build-dir", str(args.build_dir), "--formats", "none", "--quiet",
+               "--jobs", "1", *suite, *limit]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s, stdin=subprocess.DEVNULL)
+    entry.seconds = time.monotonic() - start
+    if proc.returncode not in (0, 1):
+        entry.error = f"grading exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-800:]}"
+        return entry
+    results = json.loads((out / "results.json").read_text())
+    entry.got = slot_verdicts(results)
+    return entry
+
+
+def read_batch(entries: list[Entry], batch_dir: Path, copies: dict[str, str] | None = None) -> list[Entry]:
+    """Verdicts from a batch run's gradebook.csv: raw_name = the entry's folder name, or with
+    `copies` (raw name -> entry name) one row per copy, named by its student id."""
+    with open(batch_dir / "gradebook.csv", newline="") as f:
+        rows = {row["raw_name"]: row for row in csv.DictReader(f)}
+    if copies is not None:
+        by_name = {e.name: e for e in entries}
+        pairs = [(Entry(row["student_id"], by_name[copies[raw]].expected, by_name[copies[raw]].bug), row)
+                 for raw, row in sorted(rows.items()) if copies.get(raw) in by_name]
+    else:
+        pairs = [(entry, rows.get(entry.name)) for entry in entries]
+    found = []
+    for entry, row in pairs:
+        if row is None:
+            continue  # not in this batch (the reference is graded by gallery.py itself)
+        results = batch_dir / row["results"] if row.get("results") else None
+        if results is None or not results.is_file():
+            entry.error = f"the batch has no results for {entry.name} ({row.get('outcome')}: {row.get('flags')})"
+        else:
+            entry.got = slot_verdicts(json.loads(results.read_text()))
+        found.append(entry)
+    return found
+
+
+def print_table(entries: list[Entry], backend: str) -> None:
+    """One row per entry: each slot's verdict, and `!=expected` where it differs."""
+    rows = [("entry", *SLOTS, "")]
+    for e in entries:
+        cells = []
+        for slot in SLOTS:
+            want, got = e.expected.get(slot, "-"), ("ERROR" if e.error else e.got.get(slot, "-"))
+            cells.append(got if got == want else f"{got}!={want}")
+        rows.append((e.name, *cells, "MISMATCH" if e.mismatches() else "ok"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    print(f"gallery verdicts on the {backend} backend (cell: the verdict got; got!=expected on a mismatch)")
+    for i, r in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    bad = [e for e in entries if e.mismatches()]
+    print(f"{len(entries) - len(bad)}/{len(entries)} entries got every expected verdict "
+          f"({sum(e.seconds for e in entries):.0f} s of grading)")
+    for e in bad:
+        for m in e.mismatches():
+            print(f"MISMATCH {e.name}: {m}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backend", choices=["auto", "gpu", "emulate"], default="auto")
+    parser.add_argument("--build-dir", type=Path, default=REPO / "build")
+    parser.add_argument("--suite", type=Path, default=REPO / "testcases" / "public.json")
+    parser.add_argument("--out", type=Path, default=REPO / "grading-results" / "gallery")
+    parser.add_argument("--entries", help="comma-separated entry names (default: all)")
+    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
+                        help="entries graded at once (default: half the cores)")
+    parser.add_argument("--max-n", type=int, default=None,
+                        help="grade only cases with n <= N (default: all; emulated: the judge's emulation cap)")
+    parser.add_argument("--timeout-s", type=float, default=1200, help="per entry")
+    parser.add_argument("--json", type=Path, help="also write the verdicts here")
+    parser.add_argument("--results-from", type=Path, metavar="BATCH_DIR",
+                        help="read a batch run's results instead of grading (see above)")
+    parser.add_argument("--copies", type=Path, metavar="FILE",
+                        help="with --results-from: JSON {raw name: gallery entry} of a batch of copies")
+    args = parser.parse_args(argv)
+    logsetup.setup("gallery")
+    if args.copies and not args.results_from:
+        parser.error("--copies needs --results-from")
+    if args.backend == "auto":
+        args.backend = detect_backend()
+    toolchain_path = args.build_dir / "grading" / "toolchain.json"
+    if not toolchain_path.is_file():
+        log.error("%s not found: build first (make)", toolchain_path)
+        return 3
+    toolchain = json.loads(toolchain_path.read_text())
+    if args.backend == "emulate" and "emulate" not in toolchain:
+        log.error("this build has no emulation backend (Boost.Context missing?)")
+        return 3
+    entries = load_entries(args.backend, args.entries.split(",") if args.entries else None)
+    if args.results_from:
+        copies = json.loads(args.copies.read_text()) if args.copies else None
+        entries = read_batch(entries, args.results_from, copies)
+    else:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            entries = list(pool.map(lambda e: grade(e, args, toolchain), entries))
+    print_table(entries, args.backend)
+    if args.json:
+        args.json.write_text(json.dumps({e.name: {"expected": e.expected, "got": e.got, "error": e.error}
+                                         for e in entries}, indent=1) + "\n")
+    return 1 if any(e.mismatches() for e in entries) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""What the platform entrypoints (grading/platforms/<platform>/) share; see common.py."""
