@@ -36,8 +36,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GALLERY = REPO / "grading" / "gallery"
-sys.path.insert(0, str(REPO / "grading"))
-from gallery import EMULATION_CAP, slot_verdicts  # noqa: E402
 
 
 def gallery_entries(with_hangs: bool) -> list[tuple[str, dict]]:
@@ -98,7 +96,7 @@ def main() -> int:
     parser.add_argument("--build-dir", type=Path, default=REPO / "build")
     parser.add_argument("--work", type=Path, default=None, help="scratch folder (default: BUILD_DIR/bench-batch; emptied)")
     parser.add_argument("--max-n", type=int, default=None,
-                        help=f"passed to batch.py (default on the emulate backend: {EMULATION_CAP})")
+                        help="passed to batch.py (default: all; emulated: the judge's emulation cap)")
     parser.add_argument("--jobs", type=int, default=None, help="passed to batch.py (default: CPU count)")
     parser.add_argument("--gpus", default="auto", help="passed to batch.py")
     parser.add_argument("--judges-per-gpu", type=int, default=None, help="passed to batch.py")
@@ -118,8 +116,6 @@ def main() -> int:
 
     cmd = [sys.executable, str(REPO / "grading" / "batch.py"), str(work / "submissions"), "--out", str(work / "out"),
            "--build-dir", str(args.build_dir), "--backend", args.backend, "--no-resume", "--gpus", args.gpus]
-    if args.backend == "emulate" and args.max_n is None:
-        args.max_n = EMULATION_CAP
     for flag, value in (("--max-n", args.max_n), ("--jobs", args.jobs), ("--judges-per-gpu", args.judges_per_gpu),
                         ("--budget-s", args.budget_s)):
         if value is not None:
@@ -134,19 +130,21 @@ def main() -> int:
         return proc.returncode or 3
     record = json.loads(record_path.read_text())
 
-    # verdicts per copy
-    specs = dict(entries)
+    # verdicts per copy: gallery.py checks them (the slot-verdict rule lives in scangrade/vocab.py)
+    copies = work / "copies.json"
+    copies.write_text(json.dumps(made, indent=1) + "\n")
+    verdicts = work / "verdicts.json"
+    subprocess.run([sys.executable, str(REPO / "grading" / "gallery.py"), "--results-from", str(work / "out"),
+                    "--copies", str(copies), "--json", str(verdicts), "--backend", record["backend"],
+                    "--build-dir", str(args.build_dir)], stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
+    checked = json.loads(verdicts.read_text()) if verdicts.is_file() else {}
+    entry_of = {st["student_id"]: made.get(st["raw_name"]) for st in record["students"]}
     mismatches = []
-    for st in record["students"]:
-        entry = made.get(st["raw_name"])
-        expected = dict(specs[entry]["verdicts"])
-        if record["backend"] == "emulate":
-            expected.update(specs[entry].get("emulation_verdicts", {}))
-        results = work / "out" / "students" / st["student_id"] / "results.json"
-        got = slot_verdicts(json.loads(results.read_text())) if results.is_file() else {}
-        bad = {s: (want, got.get(s)) for s, want in expected.items() if got.get(s) != want}
-        if bad:
-            mismatches.append((st["student_id"], entry, bad))
+    for sid, entry in sorted(entry_of.items()):
+        v = checked.get(sid, {"expected": {}, "got": {}, "error": "gallery.py did not check it"})
+        bad = {s: (want, v["got"].get(s)) for s, want in v["expected"].items() if v["got"].get(s) != want}
+        if bad or v["error"]:
+            mismatches.append((sid, entry, bad or {"error": (v["error"], None)}))
 
     n = len(record["students"])
     totals = record["phase_totals"]

@@ -15,10 +15,11 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "deps: nvcc not found: install the CUDA toolkit (12.x or 13.x) and put its bin/ on PATH" >&2
   exit 1
 fi
-# Python packages for the grader's tests (pinned in requirements-dev.txt), from PyPI.
-if ! python3 -c "import pytest, jsonschema" 2>/dev/null; then
+# Python packages for the grader's tests and batch grading (pinned in requirements-dev.txt, which
+# includes requirements.txt), from PyPI.
+if ! python3 -c "import pytest, jsonschema, jinja2, yaml, tqdm" 2>/dev/null; then
   echo "deps: installing requirements-dev.txt with pip"
-  python3 -m pip install -q -r requirements-dev.txt || echo "deps: warning: could not install pytest/jsonschema: the Python tests will fail" >&2
+  python3 -m pip install -q -r requirements-dev.txt || echo "deps: warning: could not install requirements-dev.txt: batch.py and the Python tests will fail" >&2
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

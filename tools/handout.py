@@ -9,7 +9,9 @@ tools/handout/ a student Makefile and README. Reference solutions, the grader, t
 suites, the suite generator and the emulator's own tests (whose kernels solve slots) stay out, and
 the build refuses to write the tarball when
 
-  * a file in it declares `namespace scangrade::reference` or lies under reference/,
+  * a file in it lies under reference/ or grading/ (the grader: judge, worker, protocol, Python,
+    gallery) or the emulator's tests, or declares `namespace scangrade::reference`,
+  * a file in it looks like a hidden suite,
   * a starter file in student/ no longer calls not_implemented() (a solved file would ship),
   * an allow-list entry matches nothing (a file was renamed: update ALLOW).
 
@@ -62,7 +64,8 @@ GENERATED: dict[str, str] = {
     "README.md": "README.student.md",
 }
 FORBIDDEN_TEXT = b"namespace scangrade::reference"
-FORBIDDEN_DIRS = ("reference/", "grading/", "harness/grader/", "harness/emulation/tests/")
+# everything but reference/ and grading/ may ship (and no hidden suite); the emulator's tests solve slots
+FORBIDDEN_DIRS = ("reference/", "grading/", "harness/emulation/tests/")
 
 # tools/deps.sh installs the project's Python test requirements; the handout has none of them.
 DEPS_PIP_BLOCK_START = "# Python packages for the grader's tests"

@@ -75,7 +75,7 @@ def test_allow_listed_files_present(tarball):
 def test_forbidden_files_absent(tarball):
     files = files_of(tarball)
     for path, data in files.items():
-        assert not path.startswith(("reference/", "grading/", "harness/grader/", "harness/emulation/tests/")), path
+        assert not path.startswith(("reference/", "grading/", "harness/emulation/tests/")), path
         assert b"namespace scangrade::reference" not in data, f"{path} holds reference solution code"
         assert b"namespace scangrade::baseline" not in data, f"{path} holds the CUB baseline"
         assert "hidden" not in path.lower() and "gallery" not in path.lower(), path
@@ -140,6 +140,18 @@ def test_refuses_solutions_and_missing_files(tmp_path):
 
     (root / "testcases/public.json").unlink()
     with pytest.raises(handout.HandoutError, match="'testcases/public.json' matches no file"):
+        handout.collect(handout.WorkTree(root))
+
+
+@pytest.mark.parametrize("path", ["grading/judge/judge.cpp", "reference/blelloch.cu", "testcases/hidden.json"])
+def test_refuses_the_grader_the_reference_and_hidden_suites(tmp_path, monkeypatch, path):
+    """An allow-list entry that reaches grading/ (judge, worker, Python), reference/ or a hidden suite
+    is refused, whatever the file holds."""
+    root = copy_sources(tmp_path)
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text("// harmless text\n")
+    monkeypatch.setattr(handout, "ALLOW", [*handout.ALLOW, (path, "a mistake")])
+    with pytest.raises(handout.HandoutError, match="refusing to build the handout"):
         handout.collect(handout.WorkTree(root))
 
 
@@ -219,7 +231,7 @@ def test_handout_builds_and_runs(tarball, tmp_path):
     for f in sorted((REPO / "reference").iterdir()):
         if f.suffix in (".cu", ".cuh", ".h") and f.name != "cub_baseline.cu":
             shutil.copy(f, student / f.name)
-    shutil.copy(REPO / "harness/grader/reference_as_student.cpp", student / "reference_as_student.cu")
+    shutil.copy(REPO / "grading/worker/reference_as_student.cpp", student / "reference_as_student.cu")
     run = make_test(root)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out[-4000:]
