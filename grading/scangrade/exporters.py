@@ -418,21 +418,33 @@ def parse_formats(text: str) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
+def add_results_arguments(parser: argparse.ArgumentParser) -> None:
+    """The results.json argument and --no-validate, for the tools that read one (exporters, report)."""
+    parser.add_argument("results", type=Path, help="results.json written by the judge")
+    parser.add_argument("--no-validate", action="store_true", help="skip the schema check of results.json")
+
+
+def results_from_args(args: argparse.Namespace) -> dict | None:
+    """The results.json add_results_arguments() named, or None after saying why it is unusable."""
+    try:
+        return load_results(args.results, validate=not args.no_validate)
+    except ResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Export a ScanGrade results.json to a grading platform's format.",
         epilog="Exit status: 0 written, 2 unreadable results.json or bad usage.")
-    parser.add_argument("results", type=Path, help="results.json written by the judge")
+    add_results_arguments(parser)
     parser.add_argument("--format", required=True, choices=FORMATS)
     parser.add_argument("-o", "--output", type=Path, help="file to write (default: stdout)")
     parser.add_argument("--instructor", action="store_true",
                         help="PrairieLearn/Autolab: show hidden cases' names and messages too")
-    parser.add_argument("--no-validate", action="store_true", help="skip the schema check of results.json")
     args = parser.parse_args(argv)
-    try:
-        results = load_results(args.results, validate=not args.no_validate)
-    except ResultsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    results = results_from_args(args)
+    if results is None:
         return 2
     text = export(results, args.format, student_facing=not args.instructor)
     if args.output:

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from .exporters import ResultsError, fmt_points, load_results
+from .exporters import add_results_arguments, fmt_points, results_from_args
 from .vocab import NOTED, SLOTS, slot_verdict
 
 HEADERS = ("slot", "passed", "points", "perf pts", "time", "GB/s", "× ref", "× CUB")
@@ -154,13 +154,10 @@ def use_color(stream=sys.stdout) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Print a ScanGrade results.json as a table.",
                                      epilog="Exit status: 0 printed, 2 unreadable results.json.")
-    parser.add_argument("results", type=Path, help="results.json written by the judge")
-    parser.add_argument("--no-validate", action="store_true", help="skip the schema check of results.json")
+    add_results_arguments(parser)
     args = parser.parse_args(argv)
-    try:
-        results = load_results(args.results, validate=not args.no_validate)
-    except ResultsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    results = results_from_args(args)
+    if results is None:
         return 2
     sys.stdout.write(render(results, args.results, use_color()))
     return 0

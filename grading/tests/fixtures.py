@@ -90,6 +90,9 @@ def make_results(cases: list[dict], *, backend: str = "gpu", build: dict | None 
         "sanitizer_pass": ({"ran": True, "reason": "racecheck+memcheck on the small cases", "cases": 4,
                             "cost_s": 12.5} if backend == "gpu" else
                            {"ran": False, "reason": "emulation backend: thread-order comparison instead"}),
+        "max_n": None if backend == "gpu" else 4096,
+        "phases": {"correctness_s": 1.5, "prepare_s": 0.0, "timing_s": 0.5 if backend == "gpu" else 0.0,
+                   "lock_wait_s": 0.0, "sanitizer_s": 12.5 if backend == "gpu" else 0.0},
         "student_output": {"text": student_output, "truncated": False},
         "outcome": outcome,
         "exit_code": 3 if outcome == "not_graded" else (0 if all_pass else 1),

@@ -65,9 +65,7 @@ for slot in fixtures.SLOTS:
         cases.append(fixtures.make_case(slot, 100, dtype, status, backend=opt("--backend")))
 doc = fixtures.make_results(cases, backend=opt("--backend"), build=build, name=name)
 doc["submission"]["path"] = opt("--submission-path")
-# the judge's own split of its time; written once results.schema.json knows the key (issue 9, C++ side)
-if "phases" in json.loads(Path(os.environ["FAKE_SCHEMA"]).read_text())["properties"]:
-    doc["phases"] = {"correctness_s": 0.1, "prepare_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0, "sanitizer_s": 0.0}
+doc["phases"] = {"correctness_s": 0.1, "prepare_s": 0.0, "timing_s": 0.0, "lock_wait_s": 0.0, "sanitizer_s": 0.0}
 Path(opt("--out")).write_text(json.dumps(doc))
 with open(os.environ["FAKE_COUNTER"], "a") as f:
     f.write(f"{name} {start} {time.time()}\n")
@@ -100,7 +98,7 @@ def fake_env(tmp_path, fake_build_dir):
     tc["judge"] = str(judge)
     tc_path.write_text(json.dumps(tc))
     counter = tmp_path / "counter.txt"
-    env = dict(os.environ, PYTHONPATH=str(TESTS), FAKE_SCHEMA=str(GRADING / "results.schema.json"), FAKE_COUNTER=str(counter), FAKE_LOCKLOG=str(tmp_path / "locks.txt"))
+    env = dict(os.environ, PYTHONPATH=str(TESTS), FAKE_COUNTER=str(counter), FAKE_LOCKLOG=str(tmp_path / "locks.txt"))
     env.pop("CUDA_VISIBLE_DEVICES", None)
     return {"build": fake_build_dir, "env": env, "counter": counter, "locklog": tmp_path / "locks.txt"}
 
@@ -251,6 +249,9 @@ def test_batch_over_a_mix(tmp_path, fake_env):
     assert "crash_me" in (out / "report.html").read_text()
     record = json.loads((out / "batch.json").read_text())
     assert len(record["students"]) == 9 and "compile" in record["phase_totals"]
+    # the judge's own phases come from results.json's "phases" (the fake judge: 0.1 s of correctness)
+    judged = {s["student_id"]: s for s in record["students"]}["goodfolder"]
+    assert judged["judge_phases"]["correctness"] == 0.1 and judged["judge_phases"]["sanitizer"] == 0.0
     assert len((out / "batch.log").read_text().splitlines()) == 9
 
 
