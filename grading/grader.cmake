@@ -4,6 +4,8 @@
 set(SCANGRADE_JUDGE_DIR "${CMAKE_SOURCE_DIR}/grading/judge")
 set(SCANGRADE_WORKER_DIR "${CMAKE_SOURCE_DIR}/grading/worker")
 set(SCANGRADE_PROTOCOL_DIR "${CMAKE_SOURCE_DIR}/grading/protocol")
+# The messages' codec: compiled into the judge, each worker library and the fake worker.
+set(SCANGRADE_PROTOCOL_SOURCES "${SCANGRADE_PROTOCOL_DIR}/messages.cpp")
 
 # --- worker ---------------------------------------------------------------------------------------
 if(SCANGRADE_CUDA)
@@ -16,6 +18,7 @@ target_link_libraries(scangrade_alloc_tracker_obj PRIVATE scangrade_core CUDA::c
 # worker. SCANGRADE_WORKER_TIMING: the "time" mode (reference, CUB, events); off for the CPU
 # emulation backend, which compiles worker_main.cpp with the host compiler.
 add_library(scangrade_worker_main STATIC
+  ${SCANGRADE_PROTOCOL_SOURCES}
   ${SCANGRADE_WORKER_DIR}/worker_main.cpp
   ${SCANGRADE_WORKER_DIR}/worker_timing.cpp)
 target_include_directories(scangrade_worker_main PRIVATE ${SCANGRADE_PROTOCOL_DIR})
@@ -41,7 +44,7 @@ endif()
 # The same worker over the CPU emulation backend: no timing; each check runs under several thread
 # orders (emulated_run.h) and the reply says when results differ.
 if(SCANGRADE_EMULATION)
-  add_library(scangrade_worker_main_emu STATIC ${SCANGRADE_WORKER_DIR}/worker_main.cpp)
+  add_library(scangrade_worker_main_emu STATIC ${SCANGRADE_WORKER_DIR}/worker_main.cpp ${SCANGRADE_PROTOCOL_SOURCES})
   target_include_directories(scangrade_worker_main_emu PRIVATE ${SCANGRADE_PROTOCOL_DIR})
   target_link_libraries(scangrade_worker_main_emu PUBLIC scangrade_device_emu PRIVATE nlohmann_json::nlohmann_json)
   add_executable(scangrade_worker_reference_emu ${SCANGRADE_WORKER_DIR}/reference_as_student.cpp)
@@ -52,10 +55,19 @@ endif()
 
 # --- judge ----------------------------------------------------------------------------------------
 add_library(scangrade_judge_lib STATIC
+  ${SCANGRADE_PROTOCOL_SOURCES}
+  ${SCANGRADE_JUDGE_DIR}/text.cpp
   ${SCANGRADE_JUDGE_DIR}/sha256.cpp
   ${SCANGRADE_JUDGE_DIR}/sanitizer_xml.cpp
   ${SCANGRADE_JUDGE_DIR}/scoring.cpp
   ${SCANGRADE_JUDGE_DIR}/process.cpp
+  ${SCANGRADE_JUDGE_DIR}/gpu_lock.cpp
+  ${SCANGRADE_JUDGE_DIR}/command_line.cpp
+  ${SCANGRADE_JUDGE_DIR}/session.cpp
+  ${SCANGRADE_JUDGE_DIR}/functional.cpp
+  ${SCANGRADE_JUDGE_DIR}/timing.cpp
+  ${SCANGRADE_JUDGE_DIR}/sanitizer.cpp
+  ${SCANGRADE_JUDGE_DIR}/results.cpp
   ${SCANGRADE_JUDGE_DIR}/judge.cpp)
 target_include_directories(scangrade_judge_lib PUBLIC ${SCANGRADE_JUDGE_DIR} ${SCANGRADE_PROTOCOL_DIR})
 find_package(Threads REQUIRED)  # the judge makes the next case's input while a worker runs
@@ -116,7 +128,7 @@ endif()
 
 # --- tests ----------------------------------------------------------------------------------------
 if(SCANGRADE_BUILD_TESTS)
-  add_executable(scangrade_fake_worker ${SCANGRADE_JUDGE_DIR}/tests/fake_worker.cpp)
+  add_executable(scangrade_fake_worker ${SCANGRADE_JUDGE_DIR}/tests/fake_worker.cpp ${SCANGRADE_PROTOCOL_SOURCES})
   target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_PROTOCOL_DIR})
   target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
 

@@ -1,6 +1,8 @@
 // A tolerant reader of compute-sanitizer's XML (sanitizer_xml.h).
 #include "sanitizer_xml.h"
 
+#include "text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -42,13 +44,6 @@ std::string decode(const std::string& s) {
     }
   }
   return out;
-}
-
-std::string trim(std::string s) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
-  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
-  return s;
 }
 
 /// Start of the opening tag <name> or <name attr...> at or after `from` (not <namefoo>).

@@ -21,4 +21,54 @@ std::optional<double> geometric_mean(const std::vector<double>& values) {
   return std::exp(log_sum / static_cast<double>(values.size()));
 }
 
+ScoreSheet score_cases(const std::vector<ScoredCase>& cases, const std::map<Slot, double>& perf_max, bool gpu) {
+  ScoreSheet sheet;
+  double points = 0, max_points = 0, perf_points = 0, perf_max_points = 0;
+  for (Slot slot : kAllSlots) {
+    std::size_t count = 0, passed = 0;
+    double sp = 0, smax = 0;
+    std::vector<double> ratios;
+    bool perf_complete = true;
+    nlohmann::json statuses = nlohmann::json::object();
+    for (const ScoredCase& c : cases) {
+      if (c.slot != slot) continue;
+      ++count;
+      const std::string st(name(c.status));
+      statuses[st] = statuses.value(st, 0) + 1;
+      smax += c.points;
+      if (c.status == Status::Pass) {
+        ++passed;
+        sp += c.points;
+      }
+      if (c.perf) {
+        if (c.ratio) ratios.push_back(*c.ratio);
+        else perf_complete = false;
+      }
+    }
+    if (count == 0) continue;
+    sheet.all_pass = sheet.all_pass && passed == count;
+    const auto found = perf_max.find(slot);
+    const double pmax = found != perf_max.end() ? found->second : 0.0;
+    const std::optional<double> ratio = geometric_mean(ratios);
+    // only on gpu, only when every case of the slot passed and every perf case was timed
+    const double pp = gpu && passed == count && perf_complete && ratio ? pmax * perf_fraction(*ratio) : 0.0;
+    sheet.slots[std::string(name(slot))] = {{"cases", count},       {"passed", passed},
+                                            {"points", sp},         {"max_points", smax},
+                                            {"perf_points", pp},    {"perf_max_points", pmax},
+                                            {"perf_ratio", ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr)},
+                                            {"statuses", statuses}};
+    points += sp;
+    max_points += smax;
+    perf_points += pp;
+    perf_max_points += pmax;
+  }
+  sheet.score = {{"points", points},
+                 {"max_points", max_points},
+                 {"perf_points", perf_points},
+                 {"perf_max_points", perf_max_points},
+                 {"total", points + perf_points},
+                 {"max_total", max_points + perf_max_points}};
+  return sheet;
+}
+
 }  // namespace scangrade::grader

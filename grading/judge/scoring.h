@@ -10,10 +10,18 @@
 // between. They are awarded only on the GPU backend and only when every correctness case of the
 // slot passed (and every perf case has a timing); otherwise they are 0 while the maximum still
 // counts in perf_max_points.
+//
+// A slot's correctness points are the points of its passed cases; the score adds up the slots.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "scangrade/slots.h"
+#include "scangrade/status.h"
 
 namespace scangrade::grader {
 
@@ -24,5 +32,25 @@ double perf_fraction(double ratio);
 
 /// Geometric mean of positive values; nullopt for an empty list or a non-positive value.
 std::optional<double> geometric_mean(const std::vector<double>& values);
+
+/// One graded case as the score sees it.
+struct ScoredCase {
+  Slot slot;
+  Status status;
+  double points;                      // what it is worth
+  bool perf;                          // a perf case
+  std::optional<double> ratio;        // its ratio_to_reference, when it was timed
+};
+
+/// results.json's `slots` and `score`, and whether every case passed.
+struct ScoreSheet {
+  nlohmann::json slots = nlohmann::json::object();
+  nlohmann::json score;
+  bool all_pass = true;
+};
+
+/// The per-slot roll-up and the totals. perf_max: each slot's performance points over the suites;
+/// gpu: whether the backend earns performance points.
+ScoreSheet score_cases(const std::vector<ScoredCase>& cases, const std::map<Slot, double>& perf_max, bool gpu);
 
 }  // namespace scangrade::grader

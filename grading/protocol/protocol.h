@@ -1,35 +1,6 @@
-// The judge <-> worker protocol (harness/grader/README section in the report; summary here).
-//
-//   worker --channel DIR        DIR: a private 0700 folder made by the judge.
-//   fd 3 (worker -> judge)      JSON lines, written only by the worker's own code:
-//                                 hello:  {"hello": 1, "device", "driver", "cuda_runtime", "error"}
-//                                 reply:  {"k", "nonce", "not_implemented", "error", "harness_error",
-//                                          "context_broken", "leaked_bytes", "leak_detail", "out_bytes",
-//                                          "race"}   (race: emulation workers run each check under
-//                                          several thread orders; non-empty when results differ)
-//                                 time:   {"k", "nonce", "error", "harness_error", "context_broken", "timing",
-//                                          "baselines": {"reference_ms", "cub_ms", "copy_ms", "measured"}}
-//                                 prepare: {"k", "nonce", "error", "harness_error", "context_broken",
-//                                          "prepared"}
-//                                 stage:  {"k", "nonce", "stage": "ran"}, at most once before a
-//                                          check's reply: its GPU part is over (the judge lets go of
-//                                          the GPU lock while the worker writes the output)
-//   stdin (judge -> worker)     one JSON command per line:
-//                                 {"k", "nonce", "mode": "check"|"prepare"|"time", "slot", "dtype", "kind", "n"}
-//                               "prepare" and "time" also have "id", "values", "seed" (the input's seed,
-//                               secret mixed in): the worker makes the input itself (inputs.h; a timed
-//                               input is not checked, so it need not come from the judge). "prepare"
-//                               makes it and leaves it on the device for the "time" command of the same
-//                               case (the judge prepares while other judges still run, then times with
-//                               the GPU to itself). "time" also has "baselines": null (measure them) or
-//                               the cached {"reference_ms", "cub_ms", "copy_ms"}
-//   DIR/in-K.bin                "check": the input, n little-endian int32 or float32 (written by the
-//                               judge)
-//   DIR/out-K.bin               output[n] ++ guard_before[64] ++ guard_after[64] ++ input_after[n]
-//                               (written by the worker to a temporary name, then renamed; only when
-//                               the slot ran without error and is implemented)
-//   fd 1, fd 2                  the student's output: redirected by the judge to DIR/student.log and
-//                               never parsed.
+// The judge <-> worker protocol's files and pipes (README.md in this folder describes the whole
+// protocol; messages.h holds the messages): the reply descriptor, the channel folder's file names
+// and sizes, and writing and reading those files whole.
 // Header-only: the judge, the worker and the fake worker of the tests all include it.
 #pragma once
 
@@ -47,14 +18,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "scangrade/check.h"
+
 namespace scangrade::grader {
 
 /// The file descriptor the worker replies on.
 inline constexpr int kReplyFd = 3;
 /// Every element type of the contract is 4 bytes wide.
 inline constexpr std::uint64_t kElementBytes = 4;
-/// Elements in each guard zone (check.h: kGuardElements).
-inline constexpr std::uint64_t kGuardCount = 64;
+/// Elements in each guard zone of an output file.
+inline constexpr std::uint64_t kGuardCount = kGuardElements;
 /// The exit status compute-sanitizer is asked to use when it finds errors.
 inline constexpr int kSanitizerErrorExit = 86;
 
@@ -72,6 +45,14 @@ struct Part {
   void* data;
   std::size_t bytes;
 };
+
+/// The parts of DIR/out-K.bin, in order, over a run record's vectors (sized by the caller when
+/// reading): output, guard_before, guard_after, input_after.
+template <typename T>
+std::vector<Part> output_parts(RunRecord<T>& run) {
+  const auto part = [](std::vector<T>& v) { return Part{v.data(), v.size() * sizeof(T)}; };
+  return {part(run.output), part(run.guard_before), part(run.guard_after), part(run.input_after)};
+}
 
 /// Writes the parts, in order, to `path` through a temporary name and a rename (readers never see
 /// half a file). Returns "" or what went wrong.

@@ -26,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include "reference.h"
+#include "scangrade/device_run.h"
 
 namespace scangrade::grader {
 namespace {
@@ -38,19 +39,9 @@ constexpr int kMaxReps = 200;
 constexpr double kMaxSpread = 0.05;
 constexpr double kBudgetSeconds = 2.0;
 
-void setup(cudaError_t err, const char* what) {
-  if (err != cudaSuccess)
-    throw std::runtime_error(std::string("timing setup failed at ") + what + ": " + cudaGetErrorName(err) + ": " +
-                             cudaGetErrorString(err));
-}
+constexpr const char* kSetup = "timing setup";
 
-struct Buffer {
-  explicit Buffer(std::size_t bytes) { setup(cudaMalloc(&ptr, bytes ? bytes : 1), "cudaMalloc"); }
-  ~Buffer() { cudaFree(ptr); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  void* ptr = nullptr;
-};
+void setup(cudaError_t err, const char* what) { check_cuda(err, what, kSetup); }
 
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -75,9 +66,9 @@ struct Stats {
 class Bench {
  public:
   Bench(std::size_t bytes, const void* input, bool on_device)
-      : pristine_(bytes), in_(bytes), out_(bytes), flush_(flush_bytes()) {
+      : pristine_(bytes, kSetup), in_(bytes, kSetup), out_(bytes, kSetup), flush_(flush_bytes(), kSetup) {
     bytes_ = bytes;
-    setup(cudaMemcpy(pristine_.ptr, input, bytes, on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice),
+    setup(cudaMemcpy(pristine_.get(), input, bytes, on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice),
           "copying the input");
     // (from pageable memory the copy may return before it landed; the non-blocking stream below
     // does not wait for the legacy stream)
@@ -103,13 +94,13 @@ class Bench {
     };
     for (int i = 0;; ++i) {
       // fresh input, flushed L2
-      setup(cudaMemcpyAsync(in_.ptr, pristine_.ptr, bytes_, cudaMemcpyDeviceToDevice, stream_), "restoring the input");
-      setup(cudaMemsetAsync(flush_.ptr, i & 0xff, flush_bytes(), stream_), "flushing L2");
+      setup(cudaMemcpyAsync(in_.get(), pristine_.get(), bytes_, cudaMemcpyDeviceToDevice, stream_), "restoring the input");
+      setup(cudaMemsetAsync(flush_.get(), i & 0xff, flush_bytes(), stream_), "flushing L2");
       setup(cudaDeviceSynchronize(), "synchronizing before the call");
       const auto host_start = std::chrono::steady_clock::now();
       setup(cudaEventRecord(start_, stream_), "cudaEventRecord");
       try {
-        call(in_.ptr, out_.ptr, stream_);
+        call(in_.get(), out_.get(), stream_);
       } catch (const std::exception& e) {
         fail(student, std::string("the call threw an exception: ") + e.what());
       } catch (...) {
@@ -154,7 +145,7 @@ class Bench {
     return 2 * static_cast<std::size_t>(l2 > 0 ? l2 : (32 << 20));
   }
 
-  Buffer pristine_, in_, out_, flush_;
+  DeviceBuffer pristine_, in_, out_, flush_;
   std::size_t bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
@@ -166,11 +157,30 @@ std::string format(const char* fmt, double a) {
   return buf;
 }
 
+/// The timing object's `method`: the method above, with this run's numbers.
+std::string method_text(const Stats& mine, std::size_t flush_bytes, bool cached) {
+  std::string method =
+      "median of " + std::to_string(mine.reps) + " repetitions timed with CUDA events around the call on its stream, after " +
+      std::to_string(kWarmup) +
+      " warm-up calls; before every repetition the input was restored from a pristine device copy and the L2 cache "
+      "flushed by a cudaMemsetAsync over 2x L2 (" +
+      format("%.0f", static_cast<double>(flush_bytes) / (1 << 20)) + " MiB); stopped at >= " +
+      std::to_string(kMinReps) + " repetitions once (p75-p25)/median <= " + format("%.2f", kMaxSpread) + ", or at " +
+      std::to_string(kMaxReps) + " repetitions, or after " + format("%.0f", kBudgetSeconds) +
+      " s per implementation; the reference, CUB and a device-to-device copy were timed the same way ";
+  method += cached ? "on this GPU earlier in the same batch, with the GPU to themselves (the batch's baseline cache)"
+                   : "in the same process";
+  if (mine.host_clock)
+    method += "; the host clock bounded by cudaDeviceSynchronize exceeded the event time by more than 50% and 50 us "
+              "(work on other streams), so the student's time is the host time";
+  return method;
+}
+
 }  // namespace
 
 template <typename T>
-nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* input, std::size_t n,
-                         bool on_device, const std::optional<Baselines>& cached, Baselines& used) {
+Timing time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* input, std::size_t n, bool on_device,
+                 const std::optional<Baselines>& cached, Baselines& used) {
   const std::size_t bytes = n * sizeof(T);
   Bench bench(bytes, input, on_device);
   const ScanFn<T> reference = reference_implementation().get<T>(slot, kind);
@@ -195,40 +205,27 @@ nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, con
 
   // bytes read + written over milliseconds: GB/s = bytes / (ms * 1e6)
   const auto gbps = [bytes](double ms) { return ms > 0 ? 2.0 * static_cast<double>(bytes) / (ms * 1e6) : 0.0; };
-  std::string method = "median of " + std::to_string(mine.reps) +
-                       " repetitions timed with CUDA events around the call on its stream, after 3 warm-up calls; "
-                       "before every repetition the input was restored from a pristine device copy and the L2 cache "
-                       "flushed by a cudaMemsetAsync over 2x L2 (" +
-                       format("%.0f", static_cast<double>(bench.flush_size()) / (1 << 20)) +
-                       " MiB); stopped at >= 10 repetitions once (p75-p25)/median <= 0.05, or at 200 repetitions, or "
-                       "after 2 s per implementation; the reference, CUB and a device-to-device copy were timed the "
-                       "same way ";
-  method += cached ? "on this GPU earlier in the same batch, with the GPU to themselves (the batch's baseline cache)"
-                   : "in the same process";
-  if (mine.host_clock)
-    method += "; the host clock bounded by cudaDeviceSynchronize exceeded the event time by more than 50% and 50 us "
-              "(work on other streams), so the student's time is the host time";
-  nlohmann::json t;
-  t["median_ms"] = mine.median_ms;
-  t["min_ms"] = mine.min_ms;
-  t["max_ms"] = mine.max_ms;
-  t["reps"] = mine.reps;
-  t["spread"] = mine.spread;
-  t["gbps"] = gbps(mine.median_ms);
-  t["copy_gbps"] = gbps(used.copy_ms);
-  t["fraction_of_copy"] = gbps(used.copy_ms) > 0 ? gbps(mine.median_ms) / gbps(used.copy_ms) : 0.0;
-  t["reference_ms"] = used.reference_ms;
-  t["cub_ms"] = used.cub_ms;
-  t["ratio_to_reference"] = mine.median_ms > 0 ? used.reference_ms / mine.median_ms : 0.0;
-  t["ratio_to_cub"] = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
-  t["method"] = method;
+  Timing t;
+  t.median_ms = mine.median_ms;
+  t.min_ms = mine.min_ms;
+  t.max_ms = mine.max_ms;
+  t.reps = mine.reps;
+  t.spread = mine.spread;
+  t.gbps = gbps(mine.median_ms);
+  t.copy_gbps = gbps(used.copy_ms);
+  t.fraction_of_copy = gbps(used.copy_ms) > 0 ? gbps(mine.median_ms) / gbps(used.copy_ms) : 0.0;
+  t.reference_ms = used.reference_ms;
+  t.cub_ms = used.cub_ms;
+  t.ratio_to_reference = mine.median_ms > 0 ? used.reference_ms / mine.median_ms : 0.0;
+  t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
+  t.method = method_text(mine, bench.flush_size(), cached.has_value());
   return t;
 }
 
-template nlohmann::json time_slot<std::int32_t>(const ScanFn<std::int32_t>&, Slot, ScanKind, const std::int32_t*,
-                                                std::size_t, bool, const std::optional<Baselines>&, Baselines&);
-template nlohmann::json time_slot<float>(const ScanFn<float>&, Slot, ScanKind, const float*, std::size_t, bool,
-                                         const std::optional<Baselines>&, Baselines&);
+template Timing time_slot<std::int32_t>(const ScanFn<std::int32_t>&, Slot, ScanKind, const std::int32_t*, std::size_t,
+                                        bool, const std::optional<Baselines>&, Baselines&);
+template Timing time_slot<float>(const ScanFn<float>&, Slot, ScanKind, const float*, std::size_t, bool,
+                                 const std::optional<Baselines>&, Baselines&);
 
 }  // namespace scangrade::grader
 

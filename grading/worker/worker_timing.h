@@ -12,8 +12,7 @@
 #include <cstddef>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
-
+#include "messages.h"
 #include "scangrade/implementation.h"
 
 namespace scangrade::grader {
@@ -23,19 +22,14 @@ struct StudentFault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Medians (ms) of the baselines of one case on one GPU.
-struct Baselines {
-  double reference_ms = 0, cub_ms = 0, copy_ms = 0;
-};
-
-/// Returns the results schema's `timing` object. With `cached`, the baselines are taken from it
+/// Returns the results schema's `timing` object (messages.h). With `cached`, the baselines are taken from it
 /// instead of being measured; `used` receives the baselines the timing object was computed with.
 /// Throws StudentFault when the student's calls fail, std::runtime_error when the harness cannot
 /// set the measurement up.
 /// `input` holds n elements, in host memory or (on_device) in device memory.
 template <typename T>
-nlohmann::json time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* input, std::size_t n,
-                         bool on_device, const std::optional<Baselines>& cached, Baselines& used);
+Timing time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* input, std::size_t n, bool on_device,
+                 const std::optional<Baselines>& cached, Baselines& used);
 
 }  // namespace scangrade::grader
 

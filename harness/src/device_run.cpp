@@ -9,28 +9,20 @@
 #include <cuda_runtime.h>
 
 namespace scangrade {
-namespace {
 
-/// Throws for a failing harness-side CUDA call (before the student's code has run).
-void check_setup(cudaError_t err, const char* what) {
+void check_cuda(cudaError_t err, const char* what, const char* stage) {
   if (err != cudaSuccess)
-    throw std::runtime_error(std::string("harness setup failed at ") + what + ": " + cudaGetErrorName(err) + ": " +
+    throw std::runtime_error(std::string(stage) + " failed at " + what + ": " + cudaGetErrorName(err) + ": " +
                              cudaGetErrorString(err));
 }
 
-/// Device memory owned by the harness for one run.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) { check_setup(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc"); }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <typename T>
-  T* as() const { return static_cast<T*>(ptr_); }
+DeviceBuffer::DeviceBuffer(std::size_t bytes, const char* stage) {
+  check_cuda(cudaMalloc(&ptr_, bytes ? bytes : 1), "cudaMalloc", stage);
+}
 
- private:
-  void* ptr_ = nullptr;
-};
+DeviceBuffer::~DeviceBuffer() { cudaFree(ptr_); }
+
+namespace {
 
 /// Device memory this process holds: cudaMalloc bytes (interposed, alloc_tracker.h) and the
 /// default pool's bytes in use (cudaMallocAsync). Both are per process.
@@ -127,15 +119,15 @@ RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
   DeviceBuffer d_out_zone((n + 2 * g) * sizeof(T));
   std::vector<T> zone(n + 2 * g, from_bits<T>(kCanaryBits));
   for (std::size_t i = 0; i < n; ++i) zone[g + i] = from_bits<T>(kPoisonBits);
-  check_setup(cudaMemcpy(d_in.as<T>(), input.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copying the input");
-  check_setup(cudaMemcpy(d_out_zone.as<T>(), zone.data(), zone.size() * sizeof(T), cudaMemcpyHostToDevice),
+  check_cuda(cudaMemcpy(d_in.as<T>(), input.data(), n * sizeof(T), cudaMemcpyHostToDevice), "copying the input");
+  check_cuda(cudaMemcpy(d_out_zone.as<T>(), zone.data(), zone.size() * sizeof(T), cudaMemcpyHostToDevice),
               "poisoning the output");
   // A cudaMemcpy from pageable memory to the device may return before its DMA has landed, and the
   // student's stream does not wait for the legacy stream: without this the poison can arrive in
   // d_out after the student's kernels wrote it (seen under load on an H100).
-  check_setup(cudaDeviceSynchronize(), "waiting for the input and the poison to land");
+  check_cuda(cudaDeviceSynchronize(), "waiting for the input and the poison to land");
   cudaStream_t stream;
-  check_setup(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   T* d_out = d_out_zone.as<T>() + g;
 
   const MemoryBalance before = measure_memory();
@@ -153,13 +145,13 @@ RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
     return record;
   }
   // Read back everything the verdict needs.
-  check_setup(cudaMemcpy(zone.data(), d_out_zone.as<T>(), zone.size() * sizeof(T), cudaMemcpyDeviceToHost),
+  check_cuda(cudaMemcpy(zone.data(), d_out_zone.as<T>(), zone.size() * sizeof(T), cudaMemcpyDeviceToHost),
               "reading the output back");
   record.guard_before.assign(zone.begin(), zone.begin() + g);
   record.output.assign(zone.begin() + g, zone.begin() + g + n);
   record.guard_after.assign(zone.begin() + g + n, zone.end());
   record.input_after.resize(n);
-  check_setup(cudaMemcpy(record.input_after.data(), d_in.as<T>(), n * sizeof(T), cudaMemcpyDeviceToHost),
+  check_cuda(cudaMemcpy(record.input_after.data(), d_in.as<T>(), n * sizeof(T), cudaMemcpyDeviceToHost),
               "reading the input back");
 
   record.leaked_bytes = lost_bytes(before, after, record.leak_detail);

@@ -68,8 +68,6 @@ template RunRecord<std::int32_t> run_emulated<std::int32_t>(const ScanFn<std::in
                                                             const std::vector<std::int32_t>&);
 template RunRecord<float> run_emulated<float>(const ScanFn<float>&, const std::vector<float>&);
 
-double emulated_deadline_s(std::size_t n) { return 20.0 + 3e-6 * static_cast<double>(n); }
-
 Isolated run_isolated(const std::function<std::string()>& body, double timeout_s) {
   Isolated result;
   int fds[2];

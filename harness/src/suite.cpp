@@ -218,4 +218,9 @@ std::string case_label(const Case& c) {
   return label;
 }
 
+double default_deadline_s(std::size_t n, bool emulated) {
+  const double elements = static_cast<double>(n);
+  return emulated ? 20.0 + 3e-6 * elements : 10.0 + 50e-9 * elements;
+}
+
 }  // namespace scangrade

@@ -188,7 +188,7 @@ Verdict run_case(const Case& c) {
         const Verdict v = judge(c, input, expected, run_emulated(fn, input));
         return std::string(name(v.status)) + "\n" + v.message;
       },
-      emulated_deadline_s(c.n));
+      default_deadline_s(c.n, true));
   if (!child.finished) return {child.status, c.id + ": " + child.message};
   const auto split = child.payload.find('\n');
   const std::optional<Status> status = parse_status(child.payload.substr(0, split));
@@ -224,7 +224,8 @@ TEST_P(Kernel, Case) {
   const Case& c = p.c;
 #ifdef SCANGRADE_EMULATED
   if (c.n > kEmulationMaxN)
-    GTEST_SKIP() << "n = " << c.n << " is above the emulation cap of 2^22 + 1 elements: this case runs on a GPU only";
+    GTEST_SKIP() << "n = " << c.n << " is above the emulation cap of " << kEmulationMaxN
+                 << " (2^22 + 1) elements: this case runs on a GPU only";
 #endif
   const Verdict v = c.dtype == DType::Int32 ? run_case<std::int32_t>(c) : run_case<float>(c);
   if (v.status == Status::NotImplemented) GTEST_SKIP() << "NOT IMPLEMENTED: " << v.message;

@@ -1,4 +1,4 @@
-// A fake worker for the judge's tests: speaks the protocol (protocol.h) without a GPU, computing
+// A fake worker for the judge's tests: speaks the protocol (grading/protocol) without a GPU, computing
 // the scan on the CPU, and misbehaves on purpose per --mode:
 //
 //   ok               correct results (the judge's happy path without a GPU); "time" commands get a
@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "messages.h"
 #include "protocol.h"
 #include "scangrade/check.h"
 
@@ -43,7 +44,7 @@ using namespace scangrade::grader;
 
 namespace {
 
-struct Mode {
+struct Misbehaviour {
   std::string name = "ok";
   long k = -1;  // -1: every command
   bool on(const std::string& n, std::uint64_t cmd) const {
@@ -90,7 +91,7 @@ std::string lock_state(const std::string& path) {
 
 int main(int argc, char** argv) {
   std::string dir, pid_dir, dump_dir, probe_lock;
-  Mode mode;
+  Misbehaviour mode;
   double ratio = 1.0;
   bool stage = false;
   for (int i = 1; i < argc; ++i) {
@@ -118,14 +119,14 @@ int main(int argc, char** argv) {
     std::printf("PASS all cases\n{\"k\": 1, \"status\": \"pass\", \"points\": 1000}\n");
     std::fflush(stdout);
   }
-  write_line(kReplyFd, R"({"hello": 1, "device": "fake CPU worker", "driver": "", "cuda_runtime": "", "error": ""})");
+  write_line(kReplyFd, encode(Hello{"fake CPU worker", "", "", ""}));
   if (mode.name == "exit_early" && mode.k < 0) return 0;
 
   std::string line;
   while (std::getline(std::cin, line)) {
-    const json cmd = json::parse(line);
-    const std::uint64_t k = cmd["k"];
-    const std::uint64_t n = cmd["n"];
+    const Command cmd = json::parse(line).get<Command>();
+    const std::uint64_t k = cmd.k;
+    const std::uint64_t n = cmd.c.n;
     if (!dump_dir.empty()) {
       const auto in = read_file(input_path(dir, k));
       if (in) write_file_atomic(dump_dir + "/in-" + std::to_string(k) + ".bin", in->data(), in->size());
@@ -138,11 +139,10 @@ int main(int argc, char** argv) {
         std::fclose(f);
       }
     };
-    probe(cmd["mode"].get<std::string>());
-    if (mode.on("bad_stage", k))
-      write_line(kReplyFd, json({{"k", k}, {"nonce", cmd["nonce"]}, {"stage", "started"}}).dump());
-    if (stage && cmd["mode"] == "check") {
-      write_line(kReplyFd, json({{"k", k}, {"nonce", cmd["nonce"]}, {"stage", "ran"}}).dump());
+    probe(name(cmd.mode));
+    if (mode.on("bad_stage", k)) write_line(kReplyFd, encode(Stage{k, cmd.nonce, "started"}));
+    if (stage && cmd.mode == Mode::Check) {
+      write_line(kReplyFd, encode(Stage{k, cmd.nonce}));
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       probe("ran");
     }
@@ -155,43 +155,38 @@ int main(int argc, char** argv) {
     if (mode.on("exit_early", k)) return 0;
     if (mode.name == "garbage_stdout") {
       std::printf("PASS case %llu\n{\"k\": %llu, \"nonce\": \"%s\", \"status\": \"pass\"}\n",
-                  static_cast<unsigned long long>(k), static_cast<unsigned long long>(k),
-                  cmd["nonce"].get<std::string>().c_str());
+                  static_cast<unsigned long long>(k), static_cast<unsigned long long>(k), cmd.nonce.c_str());
       std::fprintf(stderr, "{\"score\": 100}\n");
       std::fflush(stdout);
     }
-    json r = {{"k", k},
-              {"nonce", mode.on("lie_nonce", k) ? std::string("0000") : cmd["nonce"].get<std::string>()},
-              {"error", ""},
-              {"harness_error", ""},
-              {"context_broken", false}};
-    if (cmd["mode"] == "prepare") {
-      r["prepared"] = false;  // nothing to keep: "time" makes up its numbers
-    } else if (cmd["mode"] == "time") {
-      const bool cached = cmd.contains("baselines") && !cmd["baselines"].is_null();
-      const double reference = cached ? cmd["baselines"]["reference_ms"].get<double>() : 1.0;
+    ReplyHeader header;
+    header.k = k;
+    header.nonce = mode.on("lie_nonce", k) ? std::string("0000") : cmd.nonce;
+    if (cmd.mode == Mode::Prepare) {
+      write_line(kReplyFd, encode(PrepareReply{header}));  // nothing to keep: "time" makes up its numbers
+    } else if (cmd.mode == Mode::Time) {
+      const bool cached = cmd.baselines.has_value();
+      const double reference = cached ? cmd.baselines->reference_ms : 1.0;
       const double median = reference / ratio;
-      r["timing"] = {{"median_ms", median},   {"min_ms", median},     {"max_ms", median},
-                     {"reps", 10},            {"spread", 0.0},        {"gbps", 1.0},
-                     {"copy_gbps", 2.0},      {"fraction_of_copy", 0.5}, {"reference_ms", reference},
-                     {"cub_ms", 0.5},         {"ratio_to_reference", ratio}, {"ratio_to_cub", 0.5 * ratio},
-                     {"method", cached ? "fake timing from the test worker, cached baselines"
-                                       : "fake timing from the test worker"}};
-      r["baselines"] = {{"reference_ms", reference}, {"cub_ms", 0.5}, {"copy_ms", 0.25}, {"measured", !cached}};
+      TimeReply r{header};
+      r.timing = Timing{median, median, median, 10,  0.0,   1.0,         2.0,
+                        0.5,    reference, 0.5, ratio, 0.5 * ratio,
+                        cached ? "fake timing from the test worker, cached baselines" : "fake timing from the test worker"};
+      r.baselines = Baselines{reference, 0.5, 0.25};
+      r.measured = !cached;
+      write_line(kReplyFd, encode(r));
     } else {
       const auto in = read_file(input_path(dir, k));
-      const bool f32 = cmd["dtype"] == "float32";
-      const bool inclusive = cmd["kind"] == "inclusive";
+      const bool f32 = cmd.c.dtype == scangrade::DType::Float32;
+      const bool inclusive = cmd.c.kind == scangrade::ScanKind::Inclusive;
       const bool short_out = mode.on("short_output", k);
       const std::string out = f32 ? scan_file<float>(*in, n, inclusive, short_out)
                                   : scan_file<std::int32_t>(*in, n, inclusive, short_out);
       write_file_atomic(output_path(dir, k), out.data(), out.size());
-      r["not_implemented"] = false;
-      r["leaked_bytes"] = 0;
-      r["leak_detail"] = "";
-      r["out_bytes"] = output_bytes(n);
+      CheckReply r{header};
+      r.out_bytes = output_bytes(n);
+      write_line(kReplyFd, encode(r));
     }
-    write_line(kReplyFd, r.dump());
   }
   return 0;
 }

@@ -18,6 +18,26 @@ std::optional<std::string> device_unavailable();
 /// One line naming the device ("NVIDIA H100 80GB HBM3, sm_90, driver 13.0, runtime 13.0").
 std::string device_description();
 
+/// Throws std::runtime_error "<stage> failed at <what>: <error name>: <error text>" when a CUDA call
+/// of the harness (not the student's) fails.
+void check_cuda(cudaError_t err, const char* what, const char* stage = "harness setup");
+
+/// Device memory owned by the harness (at least one byte), freed with the object. Throws as
+/// check_cuda when cudaMalloc fails.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t bytes, const char* stage = "harness setup");
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return ptr_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
 /// Runs fn(d_in, d_out, n, stream) once:
 ///   d_out sits between two guard zones of kGuardElements filled with the canary pattern and is
 ///   poisoned before the call; the input is copied back afterwards; the device memory this

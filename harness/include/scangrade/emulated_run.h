@@ -33,7 +33,4 @@ struct Isolated {
 /// pipe. A child that runs past the deadline is killed (Timeout); one that dies is a Crash.
 Isolated run_isolated(const std::function<std::string()>& body, double timeout_s);
 
-/// The default deadline of an emulated case: 20 s + 3 us per element.
-double emulated_deadline_s(std::size_t n);
-
 }  // namespace scangrade

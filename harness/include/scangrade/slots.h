@@ -46,8 +46,10 @@ std::size_t max_n(Slot s);
 std::optional<ScanKind> fixed_kind(Slot s);
 
 /// The work layout that failure messages use to name a block/thread/warp for an element index:
-/// the reference solutions' layout for that slot. Students may lay work out differently, so
-/// messages say which layout they assume.
+/// Hillis-Steele one element per thread in blocks of 1024 elements; every other slot two elements
+/// per thread in blocks of 2048 (the Blelloch slot's limits; the reference's multi-block tiles are
+/// 4096 elements). Students may lay work out differently, so each message states the block size and
+/// elements per thread it assumes.
 struct Layout {
   std::size_t elements_per_thread;
   std::size_t elements_per_block;

@@ -40,6 +40,10 @@ struct Suite {
   std::map<Slot, double> performance_points;
 };
 
+/// The deadline of a case (seconds) when its suite gives no timeout_s: on a GPU 10 s + 50 ns per
+/// element, on the CPU emulation backend 20 s + 3 us per element.
+double default_deadline_s(std::size_t n, bool emulated);
+
 /// The compute-sanitizer tools a case may ask for, in the order the grader runs them.
 inline constexpr const char* kSanitizerTools[] = {"racecheck", "memcheck", "synccheck"};
 

@@ -1,0 +1,174 @@
+// The judge's command line (command_line.h).
+#include "command_line.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "protocol.h"
+#include "scangrade/emulated_run.h"
+
+namespace scangrade::grader {
+
+std::string usage_text() {
+  return R"(usage: scangrade_judge --worker BIN --out results.json --submission-name NAME
+                      --submission-path PATH --backend gpu|emulate [--suite FILE]...
+                      [--hidden-suite FILE (--secret S | --secret-file F)]... [--build-json FILE]
+                      [--budget-s 900] [--timeout-scale 1.0] [--sanitizer auto|off]
+                      [--compute-sanitizer PATH] [--only-slot SLOT] [--max-n N] [--log-limit 65536]
+                      [--gpu-lock FILE] [--baseline-cache FILE] [--verbose]
+
+Grades one submission: runs every case of the suites through the worker (the only process that links
+the student's code), checks each result against the CPU oracle and writes results.json
+(grading/results.schema.json). The judge never links student code.
+
+  --worker BIN            worker executable built from the submission (scangrade_worker_*); may be
+                          omitted only when --build-json says layout_error or compile_error
+  --out FILE              results.json to write (atomically: a temporary file, then a rename)
+  --submission-name NAME  recorded in results.submission.name
+  --submission-path PATH  recorded in results.submission.path
+  --backend gpu|emulate   where the worker runs kernels; timing and compute-sanitizer only on gpu
+  --suite FILE            a suite (JSON, README "Suite files"); repeatable; seeds used as written
+  --hidden-suite FILE     a hidden suite: the secret is mixed into every seed (inputs.h mix_secret);
+                          results record the seeds as written, never the secret or the mixed seed
+  --secret S              the instructor's secret for hidden suites
+  --secret-file F         read the secret from F (trailing newline removed); safer than --secret
+  --build-json FILE       the compile step's report {status, log, warnings, missing_slots,
+                          failed_slots, seconds}: copied to results.build; cases of failed_slots get
+                          compile_error; layout_error (or compile_error without --worker) makes every
+                          case compile_error and runs no worker
+  --budget-s S            wall-clock budget for the whole submission (default 900); once spent,
+                          remaining cases get timeout "submission time budget exhausted"
+  --timeout-scale X       multiplies every deadline (default 1.0). Per-case deadline: the suite's
+                          timeout_s, else gpu 10 s + 50 ns*n, emulate 20 s + 3 us*n
+  --sanitizer auto|off    auto (default): on gpu, cases with a "sanitize" list that passed are run
+                          again under compute-sanitizer: one process per tool runs all the cases
+                          that asked for it; when it reports a finding (or fails), each of those
+                          cases runs again alone, so that findings name their case
+  --compute-sanitizer P   compute-sanitizer executable (default: looked up in PATH)
+  --only-slot SLOT        grade only this slot's cases (hillis_steele, blelloch, hierarchical,
+                          single_pass)
+  --max-n N               grade only cases with n <= N; the others are left out of the results and
+                          the score. Default: all cases on gpu; 4194305 (2^22 + 1, the emulation
+                          cap) on emulate
+  --log-limit BYTES       keep at most this much of the student's output (default 65536)
+  --gpu-lock FILE         judges that share a GPU share FILE (created if missing, with FILE.gate):
+                          each holds it shared while it runs cases and compute-sanitizer, and
+                          exclusive while it times its passed perf cases, all in one go after its
+                          functional runs, so that timings are taken with the GPU to one judge.
+                          Waits do not count against --budget-s nor a case's duration_s. Prints a
+                          "phases" line on stderr at the end (as --verbose)
+  --baseline-cache FILE   time the reference, CUB and the copy once per case and GPU, and reuse
+                          them: FILE (JSON, created if missing) keeps them per device, case and
+                          harness version. Read and written only with the exclusive GPU lock held;
+                          use one FILE per GPU, with --gpu-lock. Without it the baselines are timed
+                          in the same process as the student's call, every time
+  --verbose               one progress line per case on stderr; at the end a line
+                          "scangrade_judge: phases functional_s=F timing_s=T lock_wait_s=W sanitizer_s=S
+                          prepare_s=P" (T: timed cases, the GPU held exclusively; P: their
+                          inputs put on the GPU beforehand)
+  --help                  this text
+
+Exit codes (also results.exit_code):
+  0  graded, every case passed
+  1  graded, some case did not pass
+  2  bad input: usage, malformed suite or build file (message on stderr; no results written)
+  3  internal error, a harness fault such as a missing worker binary or an unwritable channel
+     folder: results written with outcome not_graded and `errors` filled (please report)
+)";
+}
+
+Options parse_args(const std::vector<std::string>& args) {
+  Options o;
+  std::optional<std::string> secret_file;
+  const auto value = [&](std::size_t& i) -> std::string {
+    if (i + 1 >= args.size()) throw UsageError(args[i] + " needs a value");
+    return args[++i];
+  };
+  const auto number = [&](std::size_t& i) -> double {
+    const std::string flag = args[i];
+    const std::string text = value(i);
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
+      throw UsageError(flag + ": expected a positive number, got '" + text + "'");
+    return v;
+  };
+  const auto count = [&](std::size_t& i, const char* what) -> std::size_t {
+    const std::string flag = args[i];
+    const std::string text = value(i);
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || text[0] == '-')
+      throw UsageError(flag + ": expected " + what + ", got '" + text + "'");
+    return static_cast<std::size_t>(n);
+  };
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") o.help = true;
+    else if (a == "--worker") o.worker = value(i);
+    else if (a == "--out") o.out = value(i);
+    else if (a == "--submission-name") o.submission_name = value(i);
+    else if (a == "--submission-path") o.submission_path = value(i);
+    else if (a == "--backend") o.backend = value(i);
+    else if (a == "--suite") o.suites.push_back(value(i));
+    else if (a == "--hidden-suite") o.hidden_suites.push_back(value(i));
+    else if (a == "--secret") o.secret = value(i);
+    else if (a == "--secret-file") secret_file = value(i);
+    else if (a == "--build-json") o.build_json = value(i);
+    else if (a == "--budget-s") o.budget_s = number(i);
+    else if (a == "--timeout-scale") o.timeout_scale = number(i);
+    else if (a == "--compute-sanitizer") o.compute_sanitizer = value(i);
+    else if (a == "--gpu-lock") {
+      o.gpu_lock = value(i);
+      for (const std::string& path : {o.gpu_lock, o.gpu_lock + ".gate"}) {
+        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (fd < 0) throw UsageError("--gpu-lock: cannot open " + path + ": " + std::strerror(errno));
+        ::close(fd);
+      }
+    } else if (a == "--baseline-cache") {
+      o.baseline_cache = value(i);
+    }
+    else if (a == "--verbose") o.verbose = true;
+    else if (a == "--sanitizer") {
+      const std::string v = value(i);
+      if (v != "auto" && v != "off") throw UsageError("--sanitizer: expected auto or off, got '" + v + "'");
+      o.sanitizer = v == "auto";
+    } else if (a == "--only-slot") {
+      const std::string v = value(i);
+      o.only_slot = parse_slot(v);
+      if (!o.only_slot)
+        throw UsageError("--only-slot: '" + v + "' is not one of hillis_steele, blelloch, hierarchical, single_pass");
+    } else if (a == "--max-n") {
+      o.max_n = count(i, "an element count");
+    } else if (a == "--log-limit") {
+      o.log_limit = count(i, "a byte count");
+    } else {
+      throw UsageError("unknown argument '" + a + "'");
+    }
+  }
+  if (o.help) return o;
+  if (o.out.empty()) throw UsageError("--out is required");
+  if (o.submission_name.empty()) throw UsageError("--submission-name is required");
+  if (o.submission_path.empty()) throw UsageError("--submission-path is required");
+  if (o.backend != "gpu" && o.backend != "emulate") throw UsageError("--backend: expected gpu or emulate");
+  if (o.suites.empty() && o.hidden_suites.empty()) throw UsageError("no suite: give --suite FILE or --hidden-suite FILE");
+  if (o.secret && secret_file) throw UsageError("give --secret or --secret-file, not both");
+  if (secret_file) {
+    const auto text = read_file(*secret_file);
+    if (!text) throw UsageError("--secret-file: cannot read " + *secret_file);
+    std::string s = *text;
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    o.secret = s;
+  }
+  if (!o.hidden_suites.empty() && (!o.secret || o.secret->empty()))
+    throw UsageError("--hidden-suite needs the secret: --secret S or --secret-file F");
+  if (o.backend == "emulate" && !o.max_n) o.max_n = kEmulationMaxN;
+  return o;
+}
+
+}  // namespace scangrade::grader

@@ -1,0 +1,69 @@
+// What the judge reads before grading (suites, the build file) and writes after: results.json
+// (grading/results.schema.json).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "passes.h"
+#include "scoring.h"
+
+namespace scangrade::grader {
+
+/// The harness version (results.tool.version; part of the baseline cache's keys).
+const char* harness_version();
+
+struct LoadedSuite {
+  Suite suite;
+  std::string sha256;
+  bool secret_mixed = false;
+};
+
+/// Loads a suite file (throws SuiteError).
+LoadedSuite load_suite_file(const std::string& path, bool hidden);
+/// Reads --build-json; throws UsageError naming the problem.
+nlohmann::json load_build(const std::string& path);
+/// The build report (--build-json, or "ok" when none) and its failed slots; throws UsageError.
+Build read_build(const std::string& build_json);
+
+/// Where the channel folder goes: $SCANGRADE_CHANNEL_DIR; else /dev/shm when it is a writable
+/// memory file system with 8 GiB free (inputs and outputs of large cases, hundreds of MB each,
+/// never touch a disk); else $TMPDIR, else /tmp.
+std::string channel_base();
+
+/// Seconds per phase of the grading (results.phases).
+struct Phases {
+  double correctness_s = 0;  // the functional runs, less the waits for the GPU lock
+  double prepare_s = 0;      // timed inputs put on the GPU beforehand
+  double timing_s = 0;       // timed cases, the GPU held exclusively
+  double lock_wait_s = 0;    // waits for --gpu-lock
+  double sanitizer_s = 0;    // the compute-sanitizer pass
+};
+
+/// Everything results.json reports besides the options.
+struct Graded {
+  const std::vector<LoadedSuite>* suites = nullptr;
+  const Build* build = nullptr;
+  const std::vector<Entry>* entries = nullptr;
+  const std::vector<CaseResult>* results = nullptr;
+  nlohmann::json environment, sanitizer_pass, student_output;
+  ScoreSheet sheet;
+  Phases phases;
+  std::vector<std::string> errors;
+  int exit_code = 0;
+  std::string started_at;
+  double duration_s = 0;
+};
+
+nlohmann::json case_json(const Entry& e, const CaseResult& r, const std::string& backend);
+/// results.environment: the worker's hello, this host, compute-sanitizer's version.
+nlohmann::json environment_json(const Session* session, const std::string& compute_sanitizer);
+/// results.student_output: the channel's student.log, cut at `limit` bytes.
+nlohmann::json student_output_json(const std::string& channel, std::size_t limit);
+nlohmann::json results_json(const Options& o, const Graded& g);
+/// Writes results.json atomically; false (and a message on stderr) when it cannot.
+bool write_results(const std::string& path, const nlohmann::json& results);
+
+}  // namespace scangrade::grader

@@ -1,0 +1,294 @@
+// The judge's worker session (session.h): starting workers, one command's exchange, the GPU lock.
+#include "session.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "protocol.h"
+#include "scangrade/inputs.h"
+#include "scangrade/oracle.h"
+#include "text.h"
+
+namespace scangrade::grader {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kTimeoutHint = "the kernel may spin forever, e.g. waiting for a tile that never started";
+
+}  // namespace
+
+CaseInput make_case_input(const Entry& e) {
+  CaseInput in;
+  if (e.c.dtype == DType::Float32) in.f32 = make_input<float>(e.input_case);
+  else in.i32 = make_input<std::int32_t>(e.input_case);
+  return in;
+}
+
+CaseData make_case_data(const Entry& e) {
+  CaseData d;
+  try {
+    d.input = make_case_input(e);
+    d.expected = e.c.dtype == DType::Float32 ? oracle_scan(d.input.f32, e.c.kind) : oracle_scan(d.input.i32, e.c.kind);
+  } catch (const std::exception& ex) {
+    d.error = ex.what();
+  }
+  return d;
+}
+
+Session::Session(const Options& o, std::string channel) : o_(o), dir_(std::move(channel)) {
+  log_path_ = dir_ + "/student.log";
+  sanitizer_log_path_ = dir_ + "/sanitizer.log";
+}
+
+Clock::duration Session::seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+double Session::case_deadline_s(const Case& c) const {
+  const double base = c.timeout_s > 0 ? c.timeout_s : default_deadline_s(c.n, o_.backend != "gpu");
+  return base * o_.timeout_scale;
+}
+
+double Session::cut_at_budget(double deadline_s, bool& capped) const {
+  const double left = std::chrono::duration<double>(budget_end_ - Clock::now()).count();
+  capped = left < deadline_s;
+  return capped ? std::max(left, 0.0) : deadline_s;
+}
+
+void Session::shutdown() {
+  spares_.clear();
+  if (!worker_) return;
+  worker_->close_stdin();
+  worker_->wait_exit(after(2.0));
+  worker_.reset();
+}
+
+Command Session::command(Mode mode, const Entry& e) {
+  Command c;
+  c.k = next_k_++;
+  c.nonce = random_hex(16);
+  c.mode = mode;
+  c.c = mode == Mode::Check ? e.c : e.input_case;
+  return c;
+}
+
+std::string Session::take_gpu(GpuLock::Mode mode, std::optional<GpuLock>& lock) {
+  if (o_.gpu_lock.empty()) return "";
+  try {
+    lock.emplace(o_.gpu_lock, mode);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  }
+  lock_wait_s_ += lock->waited_s();
+  if (budget_end_ != Clock::time_point::max()) budget_end_ += seconds(lock->waited_s());
+  return "";
+}
+
+void Session::harness_fault(CaseResult& r, const std::string& what) {
+  r.status = Status::InternalError;
+  r.message = what + " (harness fault: please report)";
+  errors_.push_back(r.message);
+}
+
+void Session::garbled(CaseResult& r, const std::string& why) {
+  r.status = Status::Crash;
+  r.message = "the worker's reply was incomplete or garbled (" + why + ")";
+  drop_worker();
+}
+
+void Session::from_exchange(const Exchange& x, CaseResult& r) {
+  r.status = x.kind == Exchange::Timeout   ? Status::Timeout
+             : x.kind == Exchange::Harness ? Status::InternalError
+                                           : Status::Crash;
+  r.message = x.message;
+  if (x.kind == Exchange::Harness) errors_.push_back(x.message);
+}
+
+std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& log_path, std::uintmax_t log_from,
+                       std::optional<Hello>& hello, Status& status) {
+  std::string line;
+  const auto got = w.read_line(line, after(deadline_s));
+  status = Status::Crash;
+  hello.reset();
+  if (got == WorkerProcess::Read::Timeout) {
+    w.kill_group();
+    return "the worker did not start: no hello within " + format_seconds(deadline_s) +
+           " s (something in the submission may hang while the program starts)";
+  }
+  if (got == WorkerProcess::Read::Eof) {
+    const auto info = w.wait_exit(after(2.0));
+    const ExitInfo end = info ? *info : w.kill_group();
+    std::string msg = "the worker died while starting: " + end.describe();
+    const std::string tail = tail_lines(read_from(log_path, log_from), 10);
+    if (!tail.empty()) msg += "\n  last lines of the program's output:\n" + tail;
+    return msg;
+  }
+  if (got == WorkerProcess::Read::Overlong) {
+    w.kill_group();
+    return "the worker's hello was incomplete or garbled (an over-long line)";
+  }
+  try {
+    hello = json::parse(line).get<Hello>();
+  } catch (const std::exception&) {  // not JSON, or not a hello
+    w.kill_group();
+    return "the worker's hello was incomplete or garbled";
+  }
+  if (!hello->error.empty()) {
+    status = Status::InternalError;
+    return "the worker cannot run kernels on this machine: " + hello->error;
+  }
+  return "";
+}
+
+std::unique_ptr<WorkerProcess> Session::start_worker(const std::vector<std::string>& argv,
+                                                     const std::string& log) const {
+  return std::make_unique<WorkerProcess>(argv, log);
+}
+
+bool Session::ensure_worker(CaseResult& r) {
+  if (worker_) return true;
+  if (start_broken_) {
+    r.status = start_broken_->status;
+    r.message = start_broken_->message;
+    return false;
+  }
+  std::uintmax_t log_from = 0;
+  if (!spares_.empty()) {  // started earlier: its CUDA context may be up already
+    worker_ = std::move(spares_.front().process);
+    log_from = spares_.front().log_from;
+    spares_.pop_front();
+  } else {
+    log_from = file_size_or_zero(log_path_);
+    try {
+      worker_ = start_worker({o_.worker, "--channel", dir_}, log_path_);
+    } catch (const std::exception& ex) {
+      harness_fault(r, std::string("cannot start the worker: ") + ex.what());
+      start_broken_ = r;
+      return false;
+    }
+  }
+  std::optional<Hello> h;
+  Status status;
+  const std::string problem =
+      read_hello(*worker_, hello_deadline_s(false), log_path_, log_from, h, status);
+  if (problem.empty()) {
+    hello_ = h;
+    failed_starts_ = 0;
+    warm_spares();
+    return true;
+  }
+  worker_.reset();
+  spares_.clear();  // started the same way: they would fail the same way
+  r.status = status;
+  r.message = problem;
+  if (status == Status::InternalError) {
+    r.message += " (harness fault: please report)";
+    errors_.push_back(r.message);
+    start_broken_ = r;  // the machine has no usable device: no later case can run either
+  } else if (++failed_starts_ >= 2) {
+    start_broken_ = r;
+    start_broken_->message += " (the worker failed to start twice in a row: not started again)";
+  }
+  return false;
+}
+
+void Session::drop_worker() {
+  worker_.reset();
+  ++lost_workers_;
+  warm_spares();
+}
+
+void Session::warm_spares() {
+  if (start_broken_) return;
+  const std::size_t want = std::min(kMaxSpares, static_cast<std::size_t>(lost_workers_));
+  while (spares_.size() < want) {
+    Spare spare;
+    spare.log_from = file_size_or_zero(log_path_);
+    try {
+      spare.process = start_worker({o_.worker, "--channel", dir_}, log_path_);
+    } catch (const std::exception&) {
+      return;  // ensure_worker reports it when it has to start one itself
+    }
+    spares_.push_back(std::move(spare));
+  }
+}
+
+Exchange Session::exchange(WorkerProcess& w, const Command& cmd, double deadline_s, bool budget_capped,
+                           const std::string& log_path, const std::function<void()>& on_ran) {
+  Exchange x;
+  const std::uintmax_t log_from = file_size_or_zero(log_path);
+  const auto died = [&](const ExitInfo& end) {
+    x.kind = Exchange::Died;
+    x.message = "worker died: " + end.describe();
+    const std::string tail = tail_lines(read_from(log_path, log_from), 10);
+    if (!tail.empty()) x.message += "\n  last lines of the program's output:\n" + tail;
+    return x;
+  };
+  if (!w.send(encode(cmd))) {
+    const auto info = w.wait_exit(after(2.0));
+    return died(info ? *info : w.kill_group());
+  }
+  const auto deadline = after(deadline_s);
+  bool ran_seen = false;
+  for (;;) {
+    std::string line;
+    const auto got = w.read_line(line, deadline);
+    if (got == WorkerProcess::Read::Timeout) {
+      w.kill_group();
+      x.kind = Exchange::Timeout;
+      x.message = budget_capped ? "submission time budget exhausted"
+                                : "no reply within " + format_seconds(deadline_s) + " s: " + kTimeoutHint;
+      return x;
+    }
+    if (got == WorkerProcess::Read::Eof) {
+      if (const auto info = w.wait_exit(after(2.0))) return died(*info);
+      w.kill_group();
+      x.kind = Exchange::Garbled;
+      x.message = "the worker's reply was incomplete or garbled (it closed its reply channel without exiting)";
+      return x;
+    }
+    x.kind = Exchange::Garbled;
+    x.message = "the worker's reply was incomplete or garbled";
+    if (got == WorkerProcess::Read::Overlong) return x;
+    try {
+      x.reply = json::parse(line);
+    } catch (const json::exception&) {
+      return x;
+    }
+    if (!answers(x.reply, cmd)) {
+      x.message += " (its k or nonce does not match the command)";
+      return x;
+    }
+    if (!x.reply.contains("stage")) break;
+    // the GPU part of a check is over (at most once, then the reply)
+    bool ran = false;
+    try {
+      ran = x.reply.get<Stage>().stage == "ran";
+    } catch (const MessageError&) {
+    }
+    if (ran_seen || !ran) {
+      x.message += " (an unexpected stage line)";
+      return x;
+    }
+    ran_seen = true;
+    if (on_ran) on_ran();
+  }
+  std::string harness_error;
+  try {
+    harness_error = harness_error_of(x.reply);
+  } catch (const MessageError&) {
+    return x;
+  }
+  if (!harness_error.empty()) {
+    x.kind = Exchange::Harness;
+    x.message = "the worker could not run the case: " + harness_error + " (harness fault: please report)";
+    return x;
+  }
+  x.kind = Exchange::Reply;
+  x.message.clear();
+  return x;
+}
+
+}  // namespace scangrade::grader

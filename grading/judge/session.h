@@ -1,0 +1,182 @@
+// The judge's worker session: the cases and their verdicts, and the Session that starts workers
+// (spares ahead once workers are being lost), sends them commands under deadlines, holds the GPU
+// lock around GPU work and runs the functional, timing and compute-sanitizer passes.
+// Session's members live in session.cpp (workers, exchanges), functional.cpp, timing.cpp and
+// sanitizer.cpp (one file per pass).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "command_line.h"
+#include "gpu_lock.h"
+#include "messages.h"
+#include "process.h"
+#include "sanitizer_xml.h"
+#include "scangrade/status.h"
+#include "scangrade/suite.h"
+
+namespace scangrade::grader {
+
+/// One case to grade, with where it came from.
+struct Entry {
+  const Suite* suite = nullptr;
+  Case c;           // as written (c.seed is what results record)
+  Case input_case;  // the case whose seed makes the input (the secret mixed in when hidden)
+};
+
+struct CaseResult {
+  Status status = Status::InternalError;
+  std::string message;
+  double duration_s = 0;
+  std::optional<Timing> timing;
+  nlohmann::json sanitizer = nullptr;
+};
+
+/// A case's input, in its element type (the other vector stays empty).
+struct CaseInput {
+  std::vector<std::int32_t> i32;
+  std::vector<float> f32;
+  const void* data() const { return i32.empty() ? static_cast<const void*>(f32.data()) : i32.data(); }
+  std::size_t bytes() const { return i32.size() * sizeof(std::int32_t) + f32.size() * sizeof(float); }
+};
+
+/// The input of a case (Entry::input_case), made the one way every pass makes it (inputs.h).
+CaseInput make_case_input(const Entry& e);
+
+/// What the judge makes for a case before a worker runs it: the input and the oracle's output
+/// (made ahead, on another thread, while the worker runs the previous case).
+struct CaseData {
+  CaseInput input;
+  std::vector<double> expected;
+  std::string error;  // why they could not be made
+};
+
+CaseData make_case_data(const Entry& e);
+
+/// What one compute-sanitizer process running one tool over some cases found.
+struct ToolRun {
+  std::string not_run;  // why the tool did not run to the end over every case ("" when it did)
+  std::vector<SanitizerFinding> findings;
+  std::size_t records = 0;  // records in the report (findings are the first few of them)
+  double cost_s = 0;
+};
+
+/// What came back from one command.
+struct Exchange {
+  enum Kind { Reply, Timeout, Died, Garbled, Harness } kind = Harness;
+  nlohmann::json reply;
+  std::string message;
+};
+
+class Session {
+ public:
+  Session(const Options& o, std::string channel);
+  ~Session() { worker_.reset(); }
+
+  /// The first worker's hello (nullopt until a worker started).
+  const std::optional<Hello>& hello() const { return hello_; }
+  std::vector<std::string>& errors() { return errors_; }
+
+  void set_budget(Clock::time_point start, double budget_s) { budget_end_ = start + seconds(budget_s); }
+  bool budget_exhausted() const { return Clock::now() >= budget_end_; }
+  /// Seconds spent waiting for --gpu-lock, timing with it held exclusively, and preparing timed
+  /// inputs on the device (GPU shared), so far.
+  double lock_wait_s() const { return lock_wait_s_; }
+  double timing_s() const { return timing_s_; }
+  double prepare_s() const { return prepare_s_; }
+
+  /// The deadline of a case (seconds): the suite's timeout_s, else the default for the backend
+  /// (default_deadline_s), times --timeout-scale.
+  double case_deadline_s(const Case& c) const;
+
+  /// How long a worker may take to say hello (compute-sanitizer starts slower).
+  double hello_deadline_s(bool sanitized) const { return (sanitized ? 120.0 : 60.0) * o_.timeout_scale; }
+
+  /// The functional run of one case, with its input and oracle output (functional.cpp).
+  CaseResult grade(const Entry& e, CaseData data);
+
+  /// Times the passed perf cases (results[i].timing), one after another, holding the GPU lock
+  /// exclusively for all of them; baselines come from and go to --baseline-cache when given
+  /// (timing.cpp).
+  void time_cases(const std::vector<Entry>& entries, std::vector<CaseResult>& results);
+
+  /// One compute-sanitizer process running `tool` over `cases` (each a "check" command), one
+  /// after another (sanitizer.cpp).
+  ToolRun run_tool(const std::string& tool, const std::vector<const Entry*>& cases,
+                   const std::string& compute_sanitizer);
+
+  /// Ends the worker (it may finish its output) and kills the spare workers.
+  void shutdown();
+
+ private:
+  static Clock::duration seconds(double s);
+  template <typename T>
+  void grade_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected, CaseResult& r);
+  template <typename T>
+  void read_check_reply(const Entry& e, std::uint64_t k, const CheckReply& reply, const std::vector<T>& input,
+                        const std::vector<double>& expected, CaseResult& r);
+  /// Ends a compute-sanitizer process and reads its report into `run`.
+  ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_path,
+                      Clock::time_point start, ToolRun run);
+  void time_case(const Entry& e, CaseResult& r, nlohmann::json& cache, bool& cache_changed);
+  /// "prepare" for the cases about to be timed, with the GPU shared (prepare_s counts it).
+  void prepare_timed(const std::vector<Entry>& entries, const std::vector<std::size_t>& todo);
+
+  /// A new command numbered k; prepare and time carry the input's case.
+  Command command(Mode mode, const Entry& e);
+  /// `deadline_s` cut at what is left of the budget; `capped` says whether the budget cut it.
+  double cut_at_budget(double deadline_s, bool& capped) const;
+  /// Takes --gpu-lock (when given) in `mode` into `lock`; the wait is not the submission's time.
+  /// Returns "" or what went wrong.
+  std::string take_gpu(GpuLock::Mode mode, std::optional<GpuLock>& lock);
+
+  /// A live worker, or the verdict for the case that needed one.
+  bool ensure_worker(CaseResult& r);
+  std::unique_ptr<WorkerProcess> start_worker(const std::vector<std::string>& argv, const std::string& log) const;
+  /// Sends a command and waits for its reply (k and nonce checked, harness_error read).
+  /// on_ran: called when the worker says the GPU part of the command is over ("stage": "ran").
+  Exchange exchange(WorkerProcess& w, const Command& command, double deadline_s, bool budget_capped,
+                    const std::string& log_path, const std::function<void()>& on_ran = nullptr);
+  /// Kills the worker after a crash, a timeout, a garbled reply or a broken CUDA context.
+  void drop_worker();
+  /// Once workers are being lost, keeps up to kMaxSpares started ahead of need, so that the next
+  /// case does not wait for a CUDA context to start.
+  void warm_spares();
+
+  void harness_fault(CaseResult& r, const std::string& what);
+  /// crash "the worker's reply was incomplete or garbled (why)", and a fresh worker for the next case.
+  void garbled(CaseResult& r, const std::string& why);
+  void from_exchange(const Exchange& x, CaseResult& r);
+
+  const Options& o_;
+  std::string dir_, log_path_, sanitizer_log_path_;
+  std::unique_ptr<WorkerProcess> worker_;
+  struct Spare {
+    std::unique_ptr<WorkerProcess> process;
+    std::uintmax_t log_from = 0;  // the log's size when it started (for the tail of a failed start)
+  };
+  static constexpr std::size_t kMaxSpares = 4;
+  std::deque<Spare> spares_;
+  int lost_workers_ = 0;
+  std::optional<Hello> hello_;
+  std::vector<std::string> errors_;
+  std::uint64_t next_k_ = 1;
+  int failed_starts_ = 0;                   // consecutive workers that did not say hello
+  std::optional<CaseResult> start_broken_;  // after two failed starts in a row: every later case
+  Clock::time_point budget_end_ = Clock::time_point::max();
+  double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0;
+};
+
+/// Reads a worker's hello; "" when it is fine, else the message (and sets status).
+std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& log_path, std::uintmax_t log_from,
+                       std::optional<Hello>& hello, Status& status);
+
+}  // namespace scangrade::grader
