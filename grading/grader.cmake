@@ -143,6 +143,7 @@ if(SCANGRADE_BUILD_TESTS AND SCANGRADE_CUDA)
   add_executable(scangrade_grader_tests
     ${SCANGRADE_JUDGE_DIR}/tests/test_units.cpp
     ${SCANGRADE_JUDGE_DIR}/tests/test_judge.cpp
+    ${SCANGRADE_JUDGE_DIR}/tests/test_judge_gpu_passes.cpp
     ${SCANGRADE_JUDGE_DIR}/tests/test_toolchain.cpp
     ${SCANGRADE_JUDGE_DIR}/tests/test_gpu_lock.cpp
     ${SCANGRADE_JUDGE_DIR}/tests/test_gpu_reference.cpp)

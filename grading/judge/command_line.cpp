@@ -82,6 +82,30 @@ Exit codes (also results.exit_code):
 )";
 }
 
+namespace {
+
+/// The required options, the secret from --secret-file, and the emulation cap as max_n's default.
+void check_and_complete(Options& o, const std::optional<std::string>& secret_file) {
+  if (o.out.empty()) throw UsageError("--out is required");
+  if (o.submission_name.empty()) throw UsageError("--submission-name is required");
+  if (o.submission_path.empty()) throw UsageError("--submission-path is required");
+  if (o.backend != "gpu" && o.backend != "emulate") throw UsageError("--backend: expected gpu or emulate");
+  if (o.suites.empty() && o.hidden_suites.empty()) throw UsageError("no suite: give --suite FILE or --hidden-suite FILE");
+  if (o.secret && secret_file) throw UsageError("give --secret or --secret-file, not both");
+  if (secret_file) {
+    const auto text = read_file(*secret_file);
+    if (!text) throw UsageError("--secret-file: cannot read " + *secret_file);
+    std::string s = *text;
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    o.secret = s;
+  }
+  if (!o.hidden_suites.empty() && (!o.secret || o.secret->empty()))
+    throw UsageError("--hidden-suite needs the secret: --secret S or --secret-file F");
+  if (o.backend == "emulate" && !o.max_n) o.max_n = kEmulationMaxN;
+}
+
+}  // namespace
+
 Options parse_args(const std::vector<std::string>& args) {
   Options o;
   std::optional<std::string> secret_file;
@@ -152,22 +176,7 @@ Options parse_args(const std::vector<std::string>& args) {
     }
   }
   if (o.help) return o;
-  if (o.out.empty()) throw UsageError("--out is required");
-  if (o.submission_name.empty()) throw UsageError("--submission-name is required");
-  if (o.submission_path.empty()) throw UsageError("--submission-path is required");
-  if (o.backend != "gpu" && o.backend != "emulate") throw UsageError("--backend: expected gpu or emulate");
-  if (o.suites.empty() && o.hidden_suites.empty()) throw UsageError("no suite: give --suite FILE or --hidden-suite FILE");
-  if (o.secret && secret_file) throw UsageError("give --secret or --secret-file, not both");
-  if (secret_file) {
-    const auto text = read_file(*secret_file);
-    if (!text) throw UsageError("--secret-file: cannot read " + *secret_file);
-    std::string s = *text;
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    o.secret = s;
-  }
-  if (!o.hidden_suites.empty() && (!o.secret || o.secret->empty()))
-    throw UsageError("--hidden-suite needs the secret: --secret S or --secret-file F");
-  if (o.backend == "emulate" && !o.max_n) o.max_n = kEmulationMaxN;
+  check_and_complete(o, secret_file);
   return o;
 }
 

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "protocol.h"
+#include "scangrade/child.h"
 
 namespace scangrade::grader {
 namespace {
@@ -241,33 +242,9 @@ std::optional<std::string> capture_output(const std::vector<std::string>& argv, 
   }
   setpgid(pid, pid);
   close(out[1]);
-  std::string text;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
-  bool timed_out = false;
-  for (;;) {
-    pollfd p{out[0], POLLIN, 0};
-    const int ready = poll(&p, 1, ms_until(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      if (Clock::now() >= deadline) {
-        timed_out = true;
-        break;
-      }
-      continue;
-    }
-    char chunk[4096];
-    const ssize_t got = read(out[0], chunk, sizeof chunk);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break;
-    if (text.size() < 65536) text.append(chunk, static_cast<std::size_t>(got));
-  }
-  close(out[0]);
-  kill(-pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out || !WIFEXITED(status) || WEXITSTATUS(status) == 127) return std::nullopt;
-  return text;
+  const ChildEnd end = finish_child(pid, out[0], timeout_s, 65536);
+  if (end.timed_out || !WIFEXITED(end.wait_status) || WEXITSTATUS(end.wait_status) == 127) return std::nullopt;
+  return end.output;
 }
 
 }  // namespace scangrade::grader

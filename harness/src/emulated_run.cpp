@@ -10,6 +10,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "scangrade/child.h"
 #include "scangrade/emu.h"
 
 namespace scangrade {
@@ -91,27 +92,9 @@ Isolated run_isolated(const std::function<std::string()>& body, double timeout_s
     _exit(0);
   }
   close(fds[1]);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
-  std::string payload;
-  bool timed_out = false;
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left.count())) == 0) continue;
-    char buf[65536];
-    const ssize_t r = read(fds[0], buf, sizeof buf);
-    if (r <= 0) break;
-    payload.append(buf, static_cast<std::size_t>(r));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  int wstatus = 0;
-  waitpid(pid, &wstatus, 0);
-  if (timed_out) {
+  const ChildEnd end = finish_child(pid, fds[0], timeout_s);
+  const int wstatus = end.wait_status;
+  if (end.timed_out) {
     result.status = Status::Timeout;
     std::ostringstream msg;
     msg << "no result within " << timeout_s << " s: the kernel may spin forever (e.g. waiting for a flag that no "
@@ -126,7 +109,7 @@ Isolated run_isolated(const std::function<std::string()>& body, double timeout_s
     result.message = "the process exited with code " + std::to_string(WEXITSTATUS(wstatus));
   } else {
     result.finished = true;
-    result.payload = std::move(payload);
+    result.payload = end.output;
   }
   return result;
 }

@@ -1,204 +1,10 @@
 // scangrade_judge as a subprocess, driving the fake worker (fake_worker.cpp) that misbehaves on
 // purpose: every misbehaving case gets its crash/timeout with its message, every other case is still
 // graded, the results validate, the exit codes are right and no process is left behind.
-#include <gtest/gtest.h>
-
-#include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <set>
-#include <sstream>
-
-#include <nlohmann/json.hpp>
-
-#include "protocol.h"
-#include "sha256.h"
+#include "judge_fixture.h"
 
 namespace scangrade::grader {
 namespace {
-
-using nlohmann::json;
-namespace fs = std::filesystem;
-
-const std::string kJudge = SCANGRADE_JUDGE;
-const std::string kFake = SCANGRADE_FAKE_WORKER;
-const std::string kSource = SCANGRADE_SOURCE_DIR;
-const std::string kSchema = kSource + "/grading/results.schema.json";
-
-std::string quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string sha256_of_file(const std::string& path) { return sha256_hex(read_file(path).value_or("")); }
-
-// Four cases, one per slot; k = 1..4 on the emulate backend (no timing commands).
-const char* kSuite = R"({"suite": "fake", "version": 1,
- "performance": {"points": {"hierarchical": 4, "single_pass": 2}},
- "cases": [
-  {"id": "hs.int32.n10", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 10,
-   "values": "random", "seed": 1, "why": "small"},
-  {"id": "bl.float32.n100", "slot": "blelloch", "dtype": "float32", "kind": "exclusive", "n": 100,
-   "values": "random", "seed": 2, "why": "small", "points": 2},
-  {"id": "hier.int32.n5000.excl", "slot": "hierarchical", "dtype": "int32", "kind": "exclusive", "n": 5000,
-   "values": "random", "seed": 3, "why": "multi-block", "perf": true},
-  {"id": "sp.float32.n3000.real", "slot": "single_pass", "dtype": "float32", "kind": "inclusive", "n": 3000,
-   "values": "real", "seed": 4, "why": "reals", "perf": true, "sanitize": ["racecheck"]}]})";
-
-class Judge : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/scangrade-judge-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-    fs::create_directory(dir_ + "/pids");
-    fs::create_directory(dir_ + "/dump");
-    suite_ = dir_ + "/suite.json";
-    write_text(suite_, kSuite);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-
-  /// A stand-in for compute-sanitizer at DIR/compute-sanitizer: answers --version, takes the
-  /// options the judge passes (setting $tool and $save, the XML report's path), leaves the worker's
-  /// command line in "$@" and then runs `body` (which runs the worker and writes the report).
-  std::string fake_sanitizer(const std::string& body) {
-    const std::string path = dir_ + "/compute-sanitizer";
-    write_text(path, R"SH(#!/bin/sh
-if [ "$1" = "--version" ]; then echo "NVIDIA (R) Compute Sanitizer"; echo "Version 2099.1.0 fake"; exit 0; fi
-save=""; tool=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --save) save="$2"; shift 2;;
-    --tool) tool="$2"; shift 2;;
-    --error-exitcode|--print-limit) shift 2;;
-    --xml) shift;;
-    *) break;;
-  esac
-done
-)SH" + body);
-    chmod(path.c_str(), 0755);
-    return path;
-  }
-  /// Shell lines writing a one-race XML report to $save and exiting 86 (--error-exitcode).
-  static std::string race_report(const std::string& func, const std::string& file, int line) {
-    return "cat > \"$save\" <<EOF\n<?xml version=\"1.0\"?>\n"
-           "<ComputeSanitizerOutput><record><kind>Race</kind><level>Error</level>\n"
-           "<what><text>Race reported between Write access and Read access</text></what>\n"
-           "<where><func>" + func + "</func><path>" + file + "</path><line>" + std::to_string(line) +
-           "</line></where></record></ComputeSanitizerOutput>\nEOF\nexit 86\n";
-  }
-
-  /// A worker executable: the fake worker with these arguments (exec: same pid).
-  std::string worker(const std::string& args) {
-    const std::string path = dir_ + "/worker-" + std::to_string(workers_++) + ".sh";
-    write_text(path, "#!/bin/sh\nexec " + quote(kFake) + " --pid-dir " + quote(dir_ + "/pids") + " --dump-dir " +
-                         quote(dir_ + "/dump") + " " + args + " \"$@\"\n");
-    chmod(path.c_str(), 0755);
-    return path;
-  }
-
-  struct Result {
-    int code = -1;
-    bool written = false;
-    json results;
-    std::string err;
-    double seconds = 0;
-  };
-
-  /// Runs the judge; `extra` are more arguments (already quoted where needed).
-  Result judge(const std::string& worker_path, const std::string& extra, const std::string& backend = "emulate",
-               bool with_suite = true) {
-    const std::string out = dir_ + "/results.json";
-    std::remove(out.c_str());
-    std::string cmd = quote(kJudge) + " --out " + quote(out) + " --submission-name alice --submission-path /subs/alice" +
-                      " --backend " + backend;
-    if (!worker_path.empty()) cmd += " --worker " + quote(worker_path);
-    if (with_suite) cmd += " --suite " + quote(suite_);
-    cmd += " " + extra + " 2> " + quote(dir_ + "/err.txt");
-    const auto start = std::chrono::steady_clock::now();
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.err = read_file(dir_ + "/err.txt").value_or("");
-    if (const auto text = read_file(out)) {
-      r.written = true;
-      r.results = json::parse(*text);
-    }
-    return r;
-  }
-
-  /// Every fake worker started is gone.
-  void expect_no_process_left() {
-    int count = 0;
-    for (const auto& entry : fs::directory_iterator(dir_ + "/pids")) {
-      const pid_t pid = std::stoi(entry.path().filename().string());
-      ++count;
-      EXPECT_TRUE(kill(pid, 0) == -1 && errno == ESRCH) << "worker " << pid << " is still running";
-    }
-    EXPECT_GT(count, 0) << "no worker was started";
-  }
-
-  std::string dir_, suite_;
-  int workers_ = 0;
-};
-
-/// Structure of results.json (the schema's required keys), and the schema itself when python3 has
-/// jsonschema.
-void expect_valid(const json& r, const std::string& dir) {
-  for (const char* key : {"schema_version", "tool", "submission", "backend", "environment", "suites", "build", "cases",
-                          "slots", "score", "sanitizer_pass", "student_output", "outcome", "exit_code", "started_at",
-                          "duration_s"})
-    EXPECT_TRUE(r.contains(key)) << "missing " << key;
-  for (const json& c : r["cases"])
-    for (const char* key : {"id", "suite", "slot", "dtype", "kind", "n", "values", "seed", "visibility", "why",
-                            "status", "message", "points", "max_points", "backend", "duration_s", "timing", "sanitizer"})
-      EXPECT_TRUE(c.contains(key)) << "case " << c.value("id", "?") << " misses " << key;
-  static const bool have_jsonschema = std::system("python3 -c 'import jsonschema' >/dev/null 2>&1") == 0;
-  if (!have_jsonschema) return;
-  const std::string path = dir + "/validate.json";
-  write_text(path, r.dump());
-  const std::string cmd = "python3 -c 'import json, sys, jsonschema; jsonschema.validate(json.load(open(sys.argv[1])), "
-                          "json.load(open(sys.argv[2])))' " + quote(path) + " " + quote(kSchema) + " 2>" +
-                          quote(dir + "/schema-err.txt");
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << "results.json does not validate against the schema:\n"
-                                         << read_file(dir + "/schema-err.txt").value_or("");
-}
-
-const json& case_of(const json& r, const std::string& id) {
-  for (const json& c : r["cases"])
-    if (c["id"] == id) return c;
-  static const json none;
-  ADD_FAILURE() << "no case " << id;
-  return none;
-}
-
-bool contains(const json& j, const std::string& text) { return j.is_string() && j.get<std::string>().find(text) != std::string::npos; }
-
-/// Every case but `bad` passed with full points.
-void expect_others_pass(const json& r, const std::set<std::string>& bad) {
-  for (const json& c : r["cases"]) {
-    if (bad.count(c["id"])) continue;
-    EXPECT_EQ(c["status"], "pass") << c["id"] << ": " << c["message"];
-    EXPECT_EQ(c["points"], c["max_points"]) << c["id"];
-  }
-}
 
 TEST_F(Judge, HappyPathGradesEveryCase) {
   const Result r = judge(worker("--mode ok"), "");
@@ -343,108 +149,6 @@ TEST_F(Judge, BudgetExhaustedTimesOutTheRest) {
   expect_no_process_left();
 }
 
-TEST_F(Judge, GpuBackendTimesPerfCasesAndScoresPerformance) {
-  // ratio 0.625: (0.625 - 0.25) / 0.75 = half the performance points
-  const Result r = judge(worker("--mode ok --ratio 0.625"), "--compute-sanitizer /nonexistent/compute-sanitizer", "gpu");
-  ASSERT_TRUE(r.written) << r.err;
-  EXPECT_EQ(r.code, 0) << r.err;
-  expect_valid(r.results, dir_);
-  const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
-  ASSERT_TRUE(t.is_object());
-  EXPECT_EQ(t["ratio_to_reference"], 0.625);
-  EXPECT_TRUE(case_of(r.results, "hs.int32.n10")["timing"].is_null());  // not a perf case
-  EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio"].get<double>(), 0.625);
-  EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 2.0);
-  EXPECT_DOUBLE_EQ(r.results["slots"]["single_pass"]["perf_points"].get<double>(), 1.0);
-  EXPECT_DOUBLE_EQ(r.results["score"]["total"].get<double>(), 8.0);
-  EXPECT_DOUBLE_EQ(r.results["score"]["max_total"].get<double>(), 11.0);
-  // compute-sanitizer missing: never "found nothing"
-  EXPECT_EQ(r.results["sanitizer_pass"]["ran"], false);
-  EXPECT_TRUE(contains(r.results["sanitizer_pass"]["reason"], "compute-sanitizer not found"));
-  const json& san = case_of(r.results, "sp.float32.n3000.real")["sanitizer"];
-  EXPECT_EQ(san["ran"], false);
-  EXPECT_TRUE(contains(san["reason"], "not found"));
-  EXPECT_TRUE(r.results["environment"]["compute_sanitizer"].is_null());
-  expect_no_process_left();
-}
-
-TEST_F(Judge, PerformancePointsNeedEveryCaseOfTheSlot) {
-  // command 3 is the hierarchical case's check: it crashes, so its perf points are 0 (max still counted)
-  const Result r = judge(worker("--mode crash_on=3"), "--sanitizer off", "gpu");
-  ASSERT_TRUE(r.written) << r.err;
-  EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_points"], 0);
-  EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_max_points"], 4);
-  EXPECT_TRUE(r.results["slots"]["hierarchical"]["perf_ratio"].is_null());
-  EXPECT_DOUBLE_EQ(r.results["slots"]["single_pass"]["perf_points"].get<double>(), 2.0);
-  EXPECT_TRUE(contains(r.results["sanitizer_pass"]["reason"], "--sanitizer off"));
-}
-
-TEST_F(Judge, SanitizerFindingsTurnAPassIntoARace) {
-  // compute-sanitizer stand-in: runs the worker, reports one race
-  const std::string fake_cs = fake_sanitizer("\"$@\"\n" + race_report("scan_tile", "single_pass.cu", 42));
-  const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(fake_cs), "gpu");
-  ASSERT_TRUE(r.written) << r.err;
-  EXPECT_EQ(r.code, 1);
-  expect_valid(r.results, dir_);
-  const json& c = case_of(r.results, "sp.float32.n3000.real");
-  EXPECT_EQ(c["status"], "race");
-  EXPECT_EQ(c["points"], 0);
-  EXPECT_TRUE(contains(c["message"], "kernel scan_tile at single_pass.cu:42")) << c["message"];
-  EXPECT_EQ(c["sanitizer"]["ran"], true);
-  ASSERT_EQ(c["sanitizer"]["findings"].size(), 1u);
-  EXPECT_EQ(c["sanitizer"]["findings"][0]["line"], 42);
-  EXPECT_EQ(r.results["sanitizer_pass"]["ran"], true);
-  EXPECT_EQ(r.results["sanitizer_pass"]["cases"], 1);
-  EXPECT_EQ(r.results["environment"]["compute_sanitizer"], "2099.1.0 fake");
-  // a race costs the slot its performance points
-  EXPECT_EQ(r.results["slots"]["single_pass"]["perf_points"], 0);
-  expect_no_process_left();
-}
-
-TEST_F(Judge, SanitizerRunsOneProcessPerToolAndBlamesTheRightCase) {
-  // 3 cases ask for racecheck, 2 for memcheck. The stand-in compute-sanitizer logs each start and
-  // reports a race only when the worker it runs was given the case with n = 3001.
-  write_text(suite_, R"({"suite": "san", "version": 1, "cases": [
-    {"id": "hs.n1000", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 1000,
-     "values": "random", "seed": 1, "why": "a", "sanitize": ["racecheck", "memcheck"]},
-    {"id": "hs.n1001", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 1001,
-     "values": "random", "seed": 2, "why": "b", "sanitize": ["racecheck"]},
-    {"id": "sp.n3001", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 3001,
-     "values": "random", "seed": 3, "why": "c", "sanitize": ["racecheck", "memcheck"]},
-    {"id": "sp.n3002", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 3002,
-     "values": "random", "seed": 4, "why": "d"}]})");
-  const std::string fake_cs = fake_sanitizer(R"SH(cmds="$save.cmds"
-tee "$cmds" | "$@"
-echo "$tool $(grep -c '"mode":"check"' "$cmds")" >> "$(dirname "$0")/cs.log"
-if [ "$tool" = racecheck ] && grep -q '"n":3001' "$cmds"; then
-)SH" + race_report("look_back", "single_pass.cu", 7) + R"SH(fi
-echo '<?xml version="1.0"?><ComputeSanitizerOutput></ComputeSanitizerOutput>' > "$save"
-exit 0
-)SH");
-  const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(fake_cs), "gpu");
-  ASSERT_TRUE(r.written) << r.err;
-  expect_valid(r.results, dir_);
-  // racecheck: once over its 3 cases, which found the race, then once per case to place it;
-  // memcheck: once over its 2 cases, clean
-  EXPECT_EQ(read_file(dir_ + "/cs.log").value_or(""), "racecheck 3\nracecheck 1\nracecheck 1\nracecheck 1\nmemcheck 2\n");
-  EXPECT_EQ(r.results["sanitizer_pass"]["processes"], 5);
-  EXPECT_EQ(r.results["sanitizer_pass"]["cases"], 3);
-  const json& racy = case_of(r.results, "sp.n3001");
-  EXPECT_EQ(racy["status"], "race");
-  EXPECT_TRUE(contains(racy["message"], "kernel look_back at single_pass.cu:7")) << racy["message"];
-  ASSERT_EQ(racy["sanitizer"]["findings"].size(), 1u);
-  for (const char* id : {"hs.n1000", "hs.n1001"}) {
-    const json& c = case_of(r.results, id);
-    EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
-    EXPECT_EQ(c["sanitizer"]["ran"], true) << id;
-    EXPECT_TRUE(c["sanitizer"]["findings"].empty()) << id;
-  }
-  EXPECT_TRUE(contains(case_of(r.results, "hs.n1000")["sanitizer"]["reason"], "memcheck: one process over every case"))
-      << case_of(r.results, "hs.n1000")["sanitizer"]["reason"];
-  EXPECT_TRUE(case_of(r.results, "sp.n3002")["sanitizer"].is_null());
-  expect_no_process_left();
-}
-
 TEST_F(Judge, HiddenSuiteSeedsUseTheSecretWhichIsNeverWritten) {
   const std::string secret = "s3cr3t-instructor-value";
   const auto inputs = [&]() {
@@ -542,6 +246,33 @@ TEST_F(Judge, OnlySlotFiltersCases) {
   ASSERT_EQ(r.results["cases"].size(), 1u);
   EXPECT_EQ(r.results["cases"][0]["slot"], "blelloch");
   EXPECT_NE(r.err.find("[1/1] bl.float32.n100: pass"), std::string::npos) << r.err;
+}
+
+TEST_F(Judge, EmulateCapsMaxNAndResultsRecordItAndThePhases) {
+  write_text(suite_, R"({"suite": "fake", "version": 1, "cases": [
+    {"id": "sp.small", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 1000,
+     "values": "random", "seed": 1, "why": "a"},
+    {"id": "sp.cap", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 4194305,
+     "values": "random", "seed": 2, "why": "2048^2 + 1: the emulation cap"},
+    {"id": "sp.big", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 4194306,
+     "values": "random", "seed": 3, "why": "one past the emulation cap"}]})");
+  Result r = judge(worker("--mode ok"), "");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  EXPECT_EQ(r.results["max_n"], 4194305);
+  ASSERT_EQ(r.results["cases"].size(), 2u);
+  for (const char* key : {"correctness_s", "prepare_s", "timing_s", "lock_wait_s", "sanitizer_s"})
+    EXPECT_TRUE(r.results["phases"][key].is_number()) << key;
+  EXPECT_GT(r.results["phases"]["correctness_s"].get<double>(), 0.0);
+  EXPECT_EQ(r.results["phases"]["timing_s"], 0.0);
+  r = judge(worker("--mode ok"), "--max-n 1000");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.results["max_n"], 1000);
+  EXPECT_EQ(r.results["cases"].size(), 1u);
+  r = judge(worker("--mode ok"), "--only-slot single_pass", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_TRUE(r.results["max_n"].is_null());
+  EXPECT_EQ(r.results["cases"].size(), 3u);
 }
 
 }  // namespace

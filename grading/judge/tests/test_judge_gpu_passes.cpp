@@ -1,0 +1,111 @@
+// The judge's GPU passes with the fake worker and a stand-in compute-sanitizer: timing and
+// performance points, compute-sanitizer findings (judge_fixture.h).
+#include "judge_fixture.h"
+
+namespace scangrade::grader {
+namespace {
+
+TEST_F(Judge, GpuBackendTimesPerfCasesAndScoresPerformance) {
+  // ratio 0.625: (0.625 - 0.25) / 0.75 = half the performance points
+  const Result r = judge(worker("--mode ok --ratio 0.625"), "--compute-sanitizer /nonexistent/compute-sanitizer", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_valid(r.results, dir_);
+  const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_EQ(t["ratio_to_reference"], 0.625);
+  EXPECT_TRUE(case_of(r.results, "hs.int32.n10")["timing"].is_null());  // not a perf case
+  EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio"].get<double>(), 0.625);
+  EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(r.results["slots"]["single_pass"]["perf_points"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(r.results["score"]["total"].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(r.results["score"]["max_total"].get<double>(), 11.0);
+  // compute-sanitizer missing: never "found nothing"
+  EXPECT_EQ(r.results["sanitizer_pass"]["ran"], false);
+  EXPECT_TRUE(contains(r.results["sanitizer_pass"]["reason"], "compute-sanitizer not found"));
+  const json& san = case_of(r.results, "sp.float32.n3000.real")["sanitizer"];
+  EXPECT_EQ(san["ran"], false);
+  EXPECT_TRUE(contains(san["reason"], "not found"));
+  EXPECT_TRUE(r.results["environment"]["compute_sanitizer"].is_null());
+  expect_no_process_left();
+}
+
+TEST_F(Judge, PerformancePointsNeedEveryCaseOfTheSlot) {
+  // command 3 is the hierarchical case's check: it crashes, so its perf points are 0 (max still counted)
+  const Result r = judge(worker("--mode crash_on=3"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_points"], 0);
+  EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_max_points"], 4);
+  EXPECT_TRUE(r.results["slots"]["hierarchical"]["perf_ratio"].is_null());
+  EXPECT_DOUBLE_EQ(r.results["slots"]["single_pass"]["perf_points"].get<double>(), 2.0);
+  EXPECT_TRUE(contains(r.results["sanitizer_pass"]["reason"], "--sanitizer off"));
+}
+
+TEST_F(Judge, SanitizerFindingsTurnAPassIntoARace) {
+  // compute-sanitizer stand-in: runs the worker, reports one race
+  const std::string fake_cs = fake_sanitizer("\"$@\"\n" + race_report("scan_tile", "single_pass.cu", 42));
+  const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(fake_cs), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 1);
+  expect_valid(r.results, dir_);
+  const json& c = case_of(r.results, "sp.float32.n3000.real");
+  EXPECT_EQ(c["status"], "race");
+  EXPECT_EQ(c["points"], 0);
+  EXPECT_TRUE(contains(c["message"], "kernel scan_tile at single_pass.cu:42")) << c["message"];
+  EXPECT_EQ(c["sanitizer"]["ran"], true);
+  ASSERT_EQ(c["sanitizer"]["findings"].size(), 1u);
+  EXPECT_EQ(c["sanitizer"]["findings"][0]["line"], 42);
+  EXPECT_EQ(r.results["sanitizer_pass"]["ran"], true);
+  EXPECT_EQ(r.results["sanitizer_pass"]["cases"], 1);
+  EXPECT_EQ(r.results["environment"]["compute_sanitizer"], "2099.1.0 fake");
+  // a race costs the slot its performance points
+  EXPECT_EQ(r.results["slots"]["single_pass"]["perf_points"], 0);
+  expect_no_process_left();
+}
+
+TEST_F(Judge, SanitizerRunsOneProcessPerToolAndBlamesTheRightCase) {
+  // 3 cases ask for racecheck, 2 for memcheck. The stand-in compute-sanitizer logs each start and
+  // reports a race only when the worker it runs was given the case with n = 3001.
+  write_text(suite_, R"({"suite": "san", "version": 1, "cases": [
+    {"id": "hs.n1000", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 1000,
+     "values": "random", "seed": 1, "why": "a", "sanitize": ["racecheck", "memcheck"]},
+    {"id": "hs.n1001", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 1001,
+     "values": "random", "seed": 2, "why": "b", "sanitize": ["racecheck"]},
+    {"id": "sp.n3001", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 3001,
+     "values": "random", "seed": 3, "why": "c", "sanitize": ["racecheck", "memcheck"]},
+    {"id": "sp.n3002", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 3002,
+     "values": "random", "seed": 4, "why": "d"}]})");
+  const std::string fake_cs = fake_sanitizer(R"SH(cmds="$save.cmds"
+tee "$cmds" | "$@"
+echo "$tool $(grep -c '"mode":"check"' "$cmds")" >> "$(dirname "$0")/cs.log"
+if [ "$tool" = racecheck ] && grep -q '"n":3001' "$cmds"; then
+)SH" + race_report("look_back", "single_pass.cu", 7) + R"SH(fi
+echo '<?xml version="1.0"?><ComputeSanitizerOutput></ComputeSanitizerOutput>' > "$save"
+exit 0
+)SH");
+  const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(fake_cs), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  // racecheck: once over its 3 cases, which found the race, then once per case to place it;
+  // memcheck: once over its 2 cases, clean
+  EXPECT_EQ(read_file(dir_ + "/cs.log").value_or(""), "racecheck 3\nracecheck 1\nracecheck 1\nracecheck 1\nmemcheck 2\n");
+  EXPECT_EQ(r.results["sanitizer_pass"]["processes"], 5);
+  EXPECT_EQ(r.results["sanitizer_pass"]["cases"], 3);
+  const json& racy = case_of(r.results, "sp.n3001");
+  EXPECT_EQ(racy["status"], "race");
+  EXPECT_TRUE(contains(racy["message"], "kernel look_back at single_pass.cu:7")) << racy["message"];
+  ASSERT_EQ(racy["sanitizer"]["findings"].size(), 1u);
+  for (const char* id : {"hs.n1000", "hs.n1001"}) {
+    const json& c = case_of(r.results, id);
+    EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+    EXPECT_EQ(c["sanitizer"]["ran"], true) << id;
+    EXPECT_TRUE(c["sanitizer"]["findings"].empty()) << id;
+  }
+  EXPECT_TRUE(contains(case_of(r.results, "hs.n1000")["sanitizer"]["reason"], "memcheck: one process over every case"))
+      << case_of(r.results, "hs.n1000")["sanitizer"]["reason"];
+  EXPECT_TRUE(case_of(r.results, "sp.n3002")["sanitizer"].is_null());
+  expect_no_process_left();
+}
+
+}  // namespace
+}  // namespace scangrade::grader
