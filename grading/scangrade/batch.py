@@ -124,7 +124,7 @@ class Progress:
         self.lock = threading.Lock()
         # off a terminal the bar still keeps the rate (for the ETA) but draws nowhere
         self.bar = tqdm(total=total, file=stream if self.tty else io.StringIO(), unit="sub", smoothing=0,
-                        dynamic_ncols=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} {postfix} "
+                        dynamic_ncols=True, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt}{postfix} "
                                                        "[{elapsed} elapsed, ETA {remaining}]")
 
     def eta(self) -> str:
