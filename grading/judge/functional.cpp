@@ -98,12 +98,7 @@ void Session::read_check_reply(const Entry& e, std::uint64_t k, const CheckReply
     std::remove(output_path(dir_, k).c_str());
   };
   RunRecord<T> run;
-  run.not_implemented = reply.not_implemented;
-  run.error = reply.error;
-  run.context_broken = reply.context_broken;
-  run.leaked_bytes = reply.leaked_bytes;
-  run.leak_detail = reply.leak_detail;
-  run.race = reply.race;
+  copy_run(reply, run);
   if (!run.not_implemented && run.error.empty()) {
     const std::uint64_t bytes = output_bytes(c.n);
     if (reply.out_bytes != bytes)

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "scangrade/check.h"
 #include "scangrade/suite.h"
 
 namespace scangrade::grader {
@@ -75,6 +76,19 @@ struct CheckReply : ReplyHeader {
   std::uint64_t out_bytes = 0;
   std::string race;  // emulation workers: non-empty when the thread orders' results differ
 };
+
+/// Copies the fields a run record (check.h) and a CheckReply share, either way: the worker puts
+/// its run in the reply, the judge takes it back out (output, guards and the input after the call
+/// travel in DIR/out-K.bin).
+template <typename From, typename To>
+void copy_run(const From& from, To& to) {
+  to.not_implemented = from.not_implemented;
+  to.error = from.error;
+  to.context_broken = from.context_broken;
+  to.leaked_bytes = from.leaked_bytes;
+  to.leak_detail = from.leak_detail;
+  to.race = from.race;
+}
 
 /// The reply to "prepare": whether the input now waits on the device.
 struct PrepareReply : ReplyHeader {

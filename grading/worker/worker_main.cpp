@@ -83,12 +83,7 @@ bool check(const std::string& dir, const Command& c, CheckReply& r) {
 #endif
   // the GPU part is over: the judge lets other judges time while this process writes the output
   reply(Stage{c.k, c.nonce});
-  r.not_implemented = run.not_implemented;
-  r.race = run.race;
-  r.error = run.error;
-  r.context_broken = run.context_broken;
-  r.leaked_bytes = run.leaked_bytes;
-  r.leak_detail = run.leak_detail;
+  copy_run(run, r);
   r.out_bytes = 0;
   if (!run.not_implemented && run.error.empty()) {
     const std::vector<Part> parts = output_parts(run);
