@@ -54,6 +54,15 @@ if(SCANGRADE_EMULATION)
 endif()
 
 # --- judge ----------------------------------------------------------------------------------------
+# --- sandbox: bubblewrap + cgroup v2 / rlimits around every student process -------------------------
+add_library(scangrade_sandbox_lib STATIC ${CMAKE_SOURCE_DIR}/grading/sandbox/sandbox.cpp)
+target_include_directories(scangrade_sandbox_lib PUBLIC ${CMAKE_SOURCE_DIR}/grading/sandbox)
+target_link_libraries(scangrade_sandbox_lib PUBLIC nlohmann_json::nlohmann_json)
+# the launcher grading/scangrade/build.py runs compiles and links through
+add_executable(scangrade_sandbox ${CMAKE_SOURCE_DIR}/grading/sandbox/sandbox_main.cpp)
+target_link_libraries(scangrade_sandbox PRIVATE scangrade_sandbox_lib)
+set_target_properties(scangrade_sandbox PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/grading)
+
 add_library(scangrade_judge_lib STATIC
   ${SCANGRADE_PROTOCOL_SOURCES}
   ${SCANGRADE_JUDGE_DIR}/text.cpp
@@ -71,7 +80,7 @@ add_library(scangrade_judge_lib STATIC
   ${SCANGRADE_JUDGE_DIR}/judge.cpp)
 target_include_directories(scangrade_judge_lib PUBLIC ${SCANGRADE_JUDGE_DIR} ${SCANGRADE_PROTOCOL_DIR})
 find_package(Threads REQUIRED)  # the judge makes the next case's input while a worker runs
-target_link_libraries(scangrade_judge_lib PUBLIC scangrade_core nlohmann_json::nlohmann_json Threads::Threads)
+target_link_libraries(scangrade_judge_lib PUBLIC scangrade_core scangrade_sandbox_lib nlohmann_json::nlohmann_json Threads::Threads)
 target_compile_definitions(scangrade_judge_lib PRIVATE SCANGRADE_VERSION="${PROJECT_VERSION}")
 add_executable(scangrade_judge ${SCANGRADE_JUDGE_DIR}/judge_main.cpp)
 target_link_libraries(scangrade_judge PRIVATE scangrade_judge_lib)
@@ -163,7 +172,7 @@ endif()
 
 # Everything `make grade` needs: the judge, the prebuilt worker pieces of toolchain.json, and the
 # reference workers.
-add_custom_target(scangrade_grader DEPENDS scangrade_judge)
+add_custom_target(scangrade_grader DEPENDS scangrade_judge scangrade_sandbox)
 if(SCANGRADE_CUDA)
   add_dependencies(scangrade_grader scangrade_worker_main scangrade_alloc_tracker_obj
                                     scangrade_worker_reference scangrade_worker_student)

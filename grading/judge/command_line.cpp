@@ -20,6 +20,7 @@ std::string usage_text() {
                       [--hidden-suite FILE (--secret S | --secret-file F)]... [--build-json FILE]
                       [--budget-s 900] [--timeout-scale 1.0] [--sanitizer auto|off]
                       [--compute-sanitizer PATH] [--only-slot SLOT] [--max-n N] [--log-limit 65536]
+                      [--sandbox auto|require|off] [--bwrap PATH] [--sandbox-uid N]
                       [--gpu-lock FILE] [--baseline-cache FILE] [--verbose]
 
 Grades one submission: runs every case of the suites through the worker (the only process that links
@@ -55,7 +56,15 @@ the student's code), checks each result against the CPU oracle and writes result
   --max-n N               grade only cases with n <= N; the others are left out of the results and
                           the score. Default: all cases on gpu; 4194305 (2^22 + 1, the emulation
                           cap) on emulate
-  --log-limit BYTES       keep at most this much of the student's output (default 65536)
+  --log-limit BYTES       keep at most this much of the student's output: its first and last halves
+                          and a count of what was left out (default 65536)
+  --sandbox MODE          auto (default): every worker and compute-sanitizer run in bubblewrap
+                          namespaces with limits when bubblewrap can run here, else with limits
+                          (and an unprivileged uid when root) only, said in results.json
+                          "isolation"; require: exit 2 when bubblewrap cannot run; off: no sandbox
+  --bwrap PATH            the bubblewrap executable (default: bwrap in PATH)
+  --sandbox-uid N         the uid student code runs as when the judge runs as root (default 65534;
+                          judges running side by side without cgroups want one each)
   --gpu-lock FILE         judges that share a GPU share FILE (created if missing, with FILE.gate):
                           each holds it shared while it runs cases and compute-sanitizer, and
                           exclusive while it times its passed perf cases, all in one go after its
@@ -158,6 +167,15 @@ Options parse_args(const std::vector<std::string>& args) {
       o.baseline_cache = value(i);
     }
     else if (a == "--verbose") o.verbose = true;
+    else if (a == "--sandbox") {
+      o.sandbox = value(i);
+      if (o.sandbox != "auto" && o.sandbox != "require" && o.sandbox != "off")
+        throw UsageError("--sandbox: expected auto, require or off, got '" + o.sandbox + "'");
+    } else if (a == "--bwrap") {
+      o.bwrap = value(i);
+    } else if (a == "--sandbox-uid") {
+      o.sandbox_uid = static_cast<unsigned>(count(i, "a uid"));
+    }
     else if (a == "--sanitizer") {
       const std::string v = value(i);
       if (v != "auto" && v != "off") throw UsageError("--sanitizer: expected auto or off, got '" + v + "'");

@@ -29,6 +29,9 @@ struct Options {
   std::size_t log_limit = 65536;
   std::string gpu_lock;                   // --gpu-lock FILE: shared around GPU use, exclusive around timing
   std::string baseline_cache;             // --baseline-cache FILE: baselines timed once per batch and GPU
+  std::string sandbox = "auto";           // --sandbox auto|require|off (grading/sandbox/sandbox.h)
+  std::string bwrap = "bwrap";            // --bwrap PATH: the bubblewrap executable
+  std::optional<unsigned> sandbox_uid;    // --sandbox-uid N: the uid student code runs as (when root)
   bool verbose = false;
   bool help = false;
 };

@@ -49,7 +49,7 @@ void Session::grade_typed(const Entry& e, const std::vector<T>& input, const std
                           CaseResult& r) {
   const Command cmd = command(Mode::Check, e);
   const std::uint64_t k = cmd.k;
-  if (const std::string why = write_file_atomic(input_path(dir_, k), input.data(), input.size() * sizeof(T));
+  if (const std::string why = write_file_atomic(input_path(dir_, k), input.data(), input.size() * sizeof(T), kChannelFileMode);
       !why.empty()) {
     harness_fault(r, "the channel folder is not writable: " + why);
     return;

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "passes.h"
+#include "sandbox.h"
 #include "results.h"
 #include "scangrade/inputs.h"
 #include "text.h"
@@ -66,13 +67,15 @@ void report_end(const Options& o, const json& score, int exit_code, const Phases
 }
 
 /// Runs the passes over the cases and writes results.json; returns the exit code.
-int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>& suites, const Build& build, Graded& g) {
+int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>& suites, const Build& build,
+          const sandbox::Sandbox& box, Graded& g) {
   const std::vector<Entry> entries = select_cases(o, suites);
   std::vector<CaseResult> results(entries.size());
   const std::string channel = build.no_run ? "" : make_channel(o, g.errors);
   std::unique_ptr<Session> session;
   if (!channel.empty()) {
-    session = std::make_unique<Session>(o, channel);
+    box.hand_over(channel);  // the sandbox uid's only writable place outside its private /tmp
+    session = std::make_unique<Session>(o, channel, box.active() ? &box : nullptr);
     session->set_budget(t0, o.budget_s);
   }
   const bool gpu = o.backend == "gpu";
@@ -150,7 +153,21 @@ int run_judge(const Options& o) {
               << "run with --help for the usage\n";
     return kBadInput;
   }
-  return grade(o, t0, suites, build, g);
+  // the sandbox every student process runs in (--sandbox require without one: exit 2)
+  sandbox::Config config;
+  config.mode = *sandbox::parse_mode(o.sandbox);
+  config.bwrap = o.bwrap;
+  if (o.sandbox_uid) config.uid = *o.sandbox_uid;
+  config.name = "judge";
+  std::unique_ptr<sandbox::Sandbox> box;
+  try {
+    box = std::make_unique<sandbox::Sandbox>(config);
+  } catch (const sandbox::Unavailable& e) {
+    std::cerr << "scangrade_judge: " << e.what() << "\n";
+    return kBadInput;
+  }
+  g.isolation = box->isolation();
+  return grade(o, t0, suites, build, *box, g);
 }
 
 }  // namespace scangrade::grader

@@ -33,7 +33,8 @@ int ms_until(Clock::time_point deadline) {
 }
 
 /// In the child after fork: only async-signal-safe calls until exec.
-[[noreturn]] void exec_child(const std::vector<char*>& args, int stdin_fd, int reply_fd, int log_fd, int err_fd) {
+[[noreturn]] void exec_child(const std::vector<char*>& args, int stdin_fd, int reply_fd, int log_fd, int err_fd,
+                            const sandbox::Run* run) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // the judge dying takes the worker with it
   // Move every fd we need above 10 first, so that the dup2s below cannot clobber each other.
@@ -47,6 +48,11 @@ int ms_until(Clock::time_point deadline) {
   for (int fd = kReplyFd + 1; fd < 1024; ++fd)
     if (fd != err_fd) close(fd);
   signal(SIGPIPE, SIG_DFL);
+  if (run != nullptr)
+    if (const int e = run->enter(); e != 0) {
+      (void)!write(err_fd, &e, sizeof e);
+      _exit(127);
+    }
   execv(args[0], args.data());
   const int e = errno;
   (void)!write(err_fd, &e, sizeof e);
@@ -79,9 +85,12 @@ std::string ExitInfo::describe() const {
   return "exit code " + std::to_string(code);
 }
 
-WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::string& log_path) {
-  if (argv.empty()) throw std::runtime_error("no program to start");
-  if (access(argv[0].c_str(), X_OK) != 0) throw sys_error("cannot execute " + argv[0]);
+WorkerProcess::WorkerProcess(const std::vector<std::string>& argv_in, const std::string& log_path,
+                             const sandbox::Sandbox* sandbox, const sandbox::Mounts& mounts) {
+  if (argv_in.empty()) throw std::runtime_error("no program to start");
+  if (access(argv_in[0].c_str(), X_OK) != 0) throw sys_error("cannot execute " + argv_in[0]);
+  if (sandbox != nullptr) run_ = sandbox->prepare(argv_in, mounts);
+  const std::vector<std::string>& argv = run_ ? run_->argv() : argv_in;
   int in_pipe[2], reply_pipe[2], err_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0) throw sys_error("pipe");
   if (pipe2(reply_pipe, O_CLOEXEC) != 0) throw sys_error("pipe");
@@ -95,7 +104,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const std::st
 
   const pid_t pid = fork();
   if (pid < 0) throw sys_error("fork");
-  if (pid == 0) exec_child(args, in_pipe[0], reply_pipe[1], log_fd, err_pipe[1]);
+  if (pid == 0) exec_child(args, in_pipe[0], reply_pipe[1], log_fd, err_pipe[1], run_.get());
   setpgid(pid, pid);  // also here: no race with the first kill(-pgid)
   pid_ = pid;
   close(in_pipe[0]);
@@ -120,6 +129,7 @@ WorkerProcess::~WorkerProcess() {
   if (to_child_ >= 0) close(to_child_);
   if (pid_ > 0 && !exit_) kill_group();
   else if (pid_ > 0) kill(-pid_, SIGKILL);  // grandchildren it may have left
+  if (run_) run_->finish();
   if (from_child_ >= 0) close(from_child_);
 }
 
@@ -177,6 +187,7 @@ bool WorkerProcess::reap(bool block) {
     info.code = WEXITSTATUS(status);
   }
   exit_ = info;
+  if (run_) run_->finish();  // whatever it started (daemons, spinners) ends with it
   return true;
 }
 

@@ -6,9 +6,12 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "sandbox.h"
 
 namespace scangrade::grader {
 
@@ -28,9 +31,11 @@ std::string signal_name(int sig);
 
 class WorkerProcess {
  public:
-  /// Starts argv[0] (a path) with argv; throws std::runtime_error (a harness fault) when it cannot
-  /// be started (fork/exec/pipe failures, a binary that is not executable).
-  WorkerProcess(const std::vector<std::string>& argv, const std::string& log_path);
+  /// Starts argv[0] (a path) with argv, inside `sandbox` (with `mounts`) when one is given; throws
+  /// std::runtime_error (a harness fault) when it cannot be started (fork/exec/pipe failures, a
+  /// binary that is not executable, a sandbox that cannot be entered).
+  WorkerProcess(const std::vector<std::string>& argv, const std::string& log_path,
+                const sandbox::Sandbox* sandbox = nullptr, const sandbox::Mounts& mounts = {});
   ~WorkerProcess();  // kills the group and reaps
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
@@ -62,6 +67,7 @@ class WorkerProcess {
   std::string buffer_;
   bool eof_ = false;
   std::optional<ExitInfo> exit_;
+  std::unique_ptr<sandbox::Run> run_;  // its sandbox run: ended with the process (finish())
 };
 
 /// The first executable `name` in $PATH (or `name` itself when it contains a '/').

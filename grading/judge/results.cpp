@@ -171,10 +171,9 @@ json environment_json(const Session* session, const std::string& compute_sanitiz
 json student_output_json(const std::string& channel, std::size_t limit) {
   json student_output = {{"text", ""}, {"truncated", false}};
   if (channel.empty()) return student_output;
-  if (const auto log = read_file(channel + "/student.log")) {
-    student_output["text"] = log->substr(0, limit);
-    student_output["truncated"] = log->size() > limit;
-  }
+  const sandbox::CappedText log = sandbox::read_file_capped(channel + "/student.log", 0, limit / 2, limit - limit / 2);
+  student_output["text"] = log.text;
+  student_output["truncated"] = log.dropped > 0;
   return student_output;
 }
 
@@ -207,6 +206,7 @@ json results_json(const Options& o, const Graded& g) {
                           {"lock_wait_s", g.phases.lock_wait_s},
                           {"sanitizer_s", g.phases.sanitizer_s}}},
               {"student_output", g.student_output},
+              {"isolation", g.isolation},
               {"outcome", g.errors.empty() ? "graded" : "not_graded"},
               {"exit_code", g.exit_code},
               {"started_at", g.started_at},

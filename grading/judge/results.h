@@ -48,7 +48,7 @@ struct Graded {
   const Build* build = nullptr;
   const std::vector<Entry>* entries = nullptr;
   const std::vector<CaseResult>* results = nullptr;
-  nlohmann::json environment, sanitizer_pass, student_output;
+  nlohmann::json environment, sanitizer_pass, student_output, isolation;
   ScoreSheet sheet;
   Phases phases;
   std::vector<std::string> errors;
@@ -60,7 +60,8 @@ struct Graded {
 nlohmann::json case_json(const Entry& e, const CaseResult& r, const std::string& backend);
 /// results.environment: the worker's hello, this host, compute-sanitizer's version.
 nlohmann::json environment_json(const Session* session, const std::string& compute_sanitizer);
-/// results.student_output: the channel's student.log, cut at `limit` bytes.
+/// results.student_output: the channel's student.log, at most `limit` bytes of it (its first and
+/// last halves, and a count of what was left out).
 nlohmann::json student_output_json(const std::string& channel, std::size_t limit);
 nlohmann::json results_json(const Options& o, const Graded& g);
 /// Writes results.json atomically; false (and a message on stderr) when it cannot.

@@ -191,7 +191,7 @@ ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry
     std::string why;
     try {
       const CaseInput in = make_case_input(*e);
-      why = write_file_atomic(input_path(dir_, cmd.k), in.data(), in.bytes());
+      why = write_file_atomic(input_path(dir_, cmd.k), in.data(), in.bytes(), kChannelFileMode);
     } catch (const std::exception& ex) {
       why = std::string("cannot make the input: ") + ex.what();
     }

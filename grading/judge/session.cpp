@@ -37,9 +37,15 @@ CaseData make_case_data(const Entry& e) {
   return d;
 }
 
-Session::Session(const Options& o, std::string channel) : o_(o), dir_(std::move(channel)) {
+Session::Session(const Options& o, std::string channel, const sandbox::Sandbox* sandbox)
+    : o_(o), dir_(std::move(channel)), sandbox_(sandbox) {
   log_path_ = dir_ + "/student.log";
   sanitizer_log_path_ = dir_ + "/sanitizer.log";
+  mounts_.read_only.push_back(o_.worker);
+  if (!o_.compute_sanitizer.empty() && o_.compute_sanitizer.rfind("/usr/", 0) != 0)
+    if (const auto path = find_executable(o_.compute_sanitizer)) mounts_.read_only.push_back(*path);
+  mounts_.writable.push_back(dir_);
+  mounts_.gpu = o_.backend == "gpu";
 }
 
 Clock::duration Session::seconds(double s) {
@@ -144,7 +150,7 @@ std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& l
 
 std::unique_ptr<WorkerProcess> Session::start_worker(const std::vector<std::string>& argv,
                                                      const std::string& log) const {
-  return std::make_unique<WorkerProcess>(argv, log);
+  return std::make_unique<WorkerProcess>(argv, log, sandbox_, mounts_);
 }
 
 bool Session::ensure_worker(CaseResult& r) {

@@ -78,7 +78,8 @@ struct Exchange {
 
 class Session {
  public:
-  Session(const Options& o, std::string channel);
+  /// `sandbox` (may be null: no sandbox) contains every worker and compute-sanitizer run.
+  Session(const Options& o, std::string channel, const sandbox::Sandbox* sandbox = nullptr);
   ~Session() { worker_.reset(); }
 
   /// The first worker's hello (nullopt until a worker started).
@@ -158,6 +159,8 @@ class Session {
 
   const Options& o_;
   std::string dir_, log_path_, sanitizer_log_path_;
+  const sandbox::Sandbox* sandbox_ = nullptr;
+  sandbox::Mounts mounts_;  // the worker (and a compute-sanitizer outside /usr) read-only, the channel writable
   std::unique_ptr<WorkerProcess> worker_;
   struct Spare {
     std::unique_ptr<WorkerProcess> process;

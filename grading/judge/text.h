@@ -28,6 +28,7 @@ Clock::time_point after(double seconds);
 /// The size of the file at `path`, 0 when it cannot be read.
 std::uintmax_t file_size_or_zero(const std::string& path);
 /// Text appended to `path` since byte `from`.
+/// What `path` holds from byte `from` on, capped: the first 4 KiB and last 16 KiB and a count of the rest.
 std::string read_from(const std::string& path, std::uintmax_t from);
 
 }  // namespace scangrade::grader

@@ -28,6 +28,9 @@ inline constexpr int kReplyFd = 3;
 inline constexpr std::uint64_t kElementBytes = 4;
 /// Elements in each guard zone of an output file.
 inline constexpr std::uint64_t kGuardCount = kGuardElements;
+/// Inputs the judge writes into the channel: readable by the sandboxed worker's uid (the channel
+/// folder itself is 0700 and belongs to that uid).
+inline constexpr mode_t kChannelFileMode = 0644;
 /// The exit status compute-sanitizer is asked to use when it finds errors.
 inline constexpr int kSanitizerErrorExit = 86;
 
@@ -56,10 +59,11 @@ std::vector<Part> output_parts(RunRecord<T>& run) {
 
 /// Writes the parts, in order, to `path` through a temporary name and a rename (readers never see
 /// half a file). Returns "" or what went wrong.
-inline std::string write_parts_atomic(const std::string& path, const std::vector<Part>& parts) {
+inline std::string write_parts_atomic(const std::string& path, const std::vector<Part>& parts, mode_t mode = 0600) {
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
+  if (mode != 0600) (void)!::fchmod(fd, mode);  // whatever the umask
   for (const Part& part : parts) {
     const char* p = static_cast<const char*>(part.data);
     std::size_t left = part.bytes;
@@ -81,8 +85,8 @@ inline std::string write_parts_atomic(const std::string& path, const std::vector
 }
 
 /// Writes `bytes` to `path` atomically (write_parts_atomic). Returns "" or what went wrong.
-inline std::string write_file_atomic(const std::string& path, const void* data, std::size_t bytes) {
-  return write_parts_atomic(path, {Part{const_cast<void*>(data), bytes}});
+inline std::string write_file_atomic(const std::string& path, const void* data, std::size_t bytes, mode_t mode = 0600) {
+  return write_parts_atomic(path, {Part{const_cast<void*>(data), bytes}}, mode);
 }
 
 /// The size of the file at `path`, or nullopt when it cannot be opened.

@@ -14,6 +14,19 @@ METHOD = ("median of 20+ repetitions after 3 warm-ups, L2 flushed and input refr
 SECRET = "SECRET-INPUT-42"   # appears only in non-visible cases' messages: must never reach students
 
 
+# results.json "isolation" as the judge writes it as root with bubblewrap and no cgroup
+ISOLATION = {
+    "mode": "auto", "sandboxed": True, "tool": "bubblewrap", "tool_version": "0.8.0",
+    "namespaces": ["mount", "pid", "net", "ipc", "uts", "cgroup"], "uid_dropped": True, "uid": 65534,
+    "limits_via": "rlimit",
+    "limits": {"memory_bytes": 8589934592, "pids": 256, "cpus": 2.0, "file_bytes": 1073741824, "cpu_seconds": 1800,
+               "open_files": 1024, "tmp_bytes": 536870912},
+    "notes": ["no cgroup: no cgroup v2 hierarchy is mounted; limits by rlimits"],
+    "summary": "sandbox: bubblewrap 0.8.0 (mount, pid, net, ipc, uts, cgroup namespaces), uid 65534, limits by rlimit "
+               "(256 more processes, files up to 1 GiB, 1800 s of CPU; memory not limited)",
+}
+
+
 def timing(n: int, ms: float, ref_ms: float, cub_ms: float) -> dict:
     gbps = 2 * n * 4 / (ms * 1e-3) / 1e9
     return {"median_ms": ms, "min_ms": ms * 0.97, "max_ms": ms * 1.1, "reps": 25, "spread": 0.02,
@@ -94,6 +107,7 @@ def make_results(cases: list[dict], *, backend: str = "gpu", build: dict | None 
         "phases": {"correctness_s": 1.5, "prepare_s": 0.0, "timing_s": 0.5 if backend == "gpu" else 0.0,
                    "lock_wait_s": 0.0, "sanitizer_s": 12.5 if backend == "gpu" else 0.0},
         "student_output": {"text": student_output, "truncated": False},
+        "isolation": ISOLATION,
         "outcome": outcome,
         "exit_code": 3 if outcome == "not_graded" else (0 if all_pass else 1),
         "started_at": "2025-01-01T12:00:00Z",

@@ -129,6 +129,9 @@ done
     std::remove(out.c_str());
     std::string cmd = quote(kJudge) + " --out " + quote(out) + " --submission-name alice --submission-path /subs/alice" +
                       " --backend " + backend;
+    // the protocol tests run the fake worker unsandboxed (it writes its pids and dumps into dir_);
+    // the sandbox has its own tests below (SandboxedJudge) and the exploit gallery
+    if (extra.find("--sandbox") == std::string::npos) cmd += " --sandbox off";
     if (!worker_path.empty()) cmd += " --worker " + quote(worker_path);
     if (with_suite) cmd += " --suite " + quote(suite_);
     cmd += " " + extra + " 2> " + quote(dir_ + "/err.txt");

@@ -114,7 +114,7 @@ class GpuLockTest : public ::testing::Test {
     std::ofstream(dir_ + "/suite.json") << kSuite;
     std::ofstream(dir_ + "/worker.sh") << "#!/bin/sh\nexec '" << kFake << "' " << args << " \"$@\"\n";
     fs::permissions(dir_ + "/worker.sh", fs::perms::owner_all);
-    return "'" + kJudge + "' --worker '" + dir_ + "/worker.sh' --out '" + out +
+    return "'" + kJudge + "' --sandbox off --worker '" + dir_ + "/worker.sh' --out '" + out +
            "' --submission-name alice --submission-path /subs/alice --backend gpu --sanitizer off --suite '" + dir_ +
            "/suite.json' " + extra + " 2>> '" + dir_ + "/err.txt'";
   }
