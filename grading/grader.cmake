@@ -121,6 +121,7 @@ file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"cuda_flags\": [\"-std=c++17\", \"-O3\", \"-lineinfo\", ${scangrade_gencode}, \"-I${CMAKE_SOURCE_DIR}/harness/include\"],
   \"link\": [\"$<JOIN:$<TARGET_OBJECTS:scangrade_alloc_tracker_obj>,\", \">\", \"$<TARGET_FILE:scangrade_worker_main>\", \"$<TARGET_FILE:scangrade_device>\", \"$<TARGET_FILE:scangrade_reference>\", \"$<TARGET_FILE:scangrade_core>\", \"-L${scangrade_cuda_libdir}\", \"-Wl,-rpath,${scangrade_cuda_libdir}\", \"-lcudart\", \"-ldl\", \"-lpthread\", \"-lrt\"],
   \"judge\": \"$<TARGET_FILE:scangrade_judge>\",
+  \"sandbox\": \"$<TARGET_FILE:scangrade_sandbox>\",
   \"reference_worker\": \"$<TARGET_FILE:scangrade_worker_reference>\",
   \"student_worker\": \"$<TARGET_FILE:scangrade_worker_student>\"${scangrade_emulate_json}
 }
@@ -130,7 +131,8 @@ else()
 file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"version\": \"${PROJECT_VERSION}\",
   \"cxx\": \"${CMAKE_CXX_COMPILER}\",
-  \"judge\": \"$<TARGET_FILE:scangrade_judge>\"${scangrade_emulate_json}
+  \"judge\": \"$<TARGET_FILE:scangrade_judge>\",
+  \"sandbox\": \"$<TARGET_FILE:scangrade_sandbox>\"${scangrade_emulate_json}
 }
 ")
 endif()

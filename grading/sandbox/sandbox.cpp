@@ -2,6 +2,7 @@
 #include "sandbox.h"
 
 #include <dirent.h>
+#include <algorithm>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
@@ -327,6 +328,26 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
   const std::string tmp = std::to_string(config_.limits.tmp_bytes);
   a.insert(a.end(), {"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs",
                      "/dev/shm"});
+  // bubblewrap makes the folders above a bind point 0700 (as root): make them 0755 first, so that
+  // the sandbox uid can reach what is bound
+  std::vector<std::string> binds = m.read_only;
+  binds.insert(binds.end(), m.writable.begin(), m.writable.end());
+  const auto premade = [&](const std::string& dir) {
+    for (const char* top : {"/usr", "/proc", "/sys", "/etc"})
+      if (dir == top || dir.rfind(std::string(top) + "/", 0) == 0) return true;
+    if (dir == "/" || dir == "/tmp" || dir == "/dev" || dir == "/dev/shm") return true;
+    for (const std::string& b : binds)
+      if (dir == b || dir.rfind(b + "/", 0) == 0) return true;  // made by a bind
+    return false;
+  };
+  std::vector<std::string> made;
+  for (const std::string& b : binds)
+    for (std::size_t slash = b.find('/', 1); slash != std::string::npos; slash = b.find('/', slash + 1)) {
+      const std::string dir = b.substr(0, slash);
+      if (premade(dir) || std::find(made.begin(), made.end(), dir) != made.end()) continue;
+      made.push_back(dir);
+      a.insert(a.end(), {"--perms", "0755", "--dir", dir});
+    }
   for (const std::string& p : m.read_only) a.insert(a.end(), {"--ro-bind", p, p});
   for (const std::string& p : m.writable) a.insert(a.end(), {"--bind", p, p});
   a.insert(a.end(), {"--chdir", m.chdir.empty() ? "/tmp" : m.chdir, "--clearenv", "--setenv", "PATH",

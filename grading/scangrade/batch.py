@@ -46,6 +46,7 @@ import io
 import json
 import logging
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -64,12 +65,16 @@ from . import log as logsetup
 from .batch_report import render_report
 from .build import Recipe, ToolchainError, write_layout_error
 from .exporters import FILE_NAMES, ResultsError, fmt_points, load_results, parse_formats, write_exports
-from .grade import JUDGE_GRACE_S, GradeJob, JudgeSeat, grade_one, judge_command, judge_phases, load_grader
+from .grade import (JUDGE_GRACE_S, GradeJob, JudgeSeat, add_sandbox_arguments, grade_one, judge_command, judge_phases,
+                    load_grader)
 from .gradebook import Student, flags_of, gradebook_rows, phase_totals, write_atomic, write_gradebook
 from .lms import Entry, discover
 from .vocab import EXIT_BAD_INPUT, EXIT_INTERNAL
 
 REPO = Path(__file__).resolve().parents[2]
+# Judges running side by side get a sandbox uid each (when run as root): RLIMIT_NPROC counts the
+# processes of a uid, so one submission's fork bomb must not use up another's allowance.
+SANDBOX_UID_BASE = 61000
 EXIT_OK = 0
 STAMP_VERSION = 1
 log = logging.getLogger(__name__)
@@ -199,6 +204,7 @@ class Batch:
         self.pools_lock = threading.Lock()
         self.progress: Progress | None = None
         self.setpriv = shutil.which("setpriv")
+        self.uids: queue.SimpleQueue[int] = queue.SimpleQueue()   # sandbox uids, one per running judge
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -214,6 +220,8 @@ class Batch:
                 self.pools.append(Pool(g, threading.BoundedSemaphore(seats), env, locks / f"gpu{g}.lock"))
         else:
             self.pools.append(Pool("cpu", threading.BoundedSemaphore(seats), dict(os.environ), None))
+        for i in range(seats * len(self.pools)):
+            self.uids.put(SANDBOX_UID_BASE + i)
 
     @contextlib.contextmanager
     def compile_slot(self) -> Iterator[None]:
@@ -236,7 +244,8 @@ class Batch:
             with pool.seats:
                 st.phases["queue"] = [queued_at, self.now()]
                 st.gpu = pool.name if self.backend == "gpu" else None
-                extra = ["--verbose"]
+                uid = self.uids.get()
+                extra = ["--verbose", "--sandbox-uid", str(uid)]
                 if pool.lock_file:
                     extra += ["--gpu-lock", str(pool.lock_file),
                               "--baseline-cache", str(pool.lock_file.with_name(f"baselines-gpu{pool.name}.json"))]
@@ -251,6 +260,7 @@ class Batch:
                         yield JudgeSeat(pool.env, extra, timeout, prefix)
                     finally:
                         self.progress.change(judging=-1)
+                        self.uids.put(uid)
         finally:
             with self.pools_lock:
                 pool.outstanding -= 1
@@ -295,7 +305,8 @@ class Batch:
         job = GradeJob(st.entry.path, self.args.suite, self.args.hidden_suite, self.args.secret_file, out=st.out,
                        name=st.entry.student_id, formats=self.args.formats, budget_s=self.args.budget_s,
                        max_n=self.args.max_n, jobs=1, compile_timeout=self.args.compile_timeout,
-                       judge_log=st.out / "judge.log", keep_objects=False)
+                       judge_log=st.out / "judge.log", keep_objects=False, sandbox=self.args.sandbox,
+                       bwrap=self.args.bwrap)
         graded = grade_one(job, self.judge, self.backend, self.recipe, self.private, compile_slot=self.compile_slot,
                            judge_seat=lambda: self.judge_seat(st), clock=self.now)
         st.phases.update(graded.phases)
@@ -400,6 +411,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="skip students whose stamp matches this run (default: on)")
     parser.add_argument("--threshold", type=float, default=None,
                         help="a passing fraction of max_total (0..1): fills gradebook column meets_threshold")
+    add_sandbox_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
     try:
@@ -460,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.secret_file and not args.secret_file.is_file():
         return fail(EXIT_BAD_INPUT, f"secret file {args.secret_file} not found")
     try:
-        toolchain, judge, backend, recipe = load_grader(args.build_dir, args.backend)
+        toolchain, judge, backend, recipe = load_grader(args.build_dir, args.backend, args.sandbox, args.bwrap)
     except ToolchainError as exc:
         return fail(EXIT_INTERNAL, str(exc))
     gpus: list[str] = []

@@ -15,6 +15,11 @@ Both backends go through one code path (Recipe):
 so `link` holds everything but the student's objects: the worker's main object or library, the
 harness libraries, the runtime (-lcudart or the emulator's library) and system libraries.
 
+Every one of these commands runs in the grader's sandbox (toolchain "sandbox": scangrade_sandbox,
+grading/sandbox/sandbox.h): it sees the system, the toolchain, the contract headers and the
+student/ folder read-only and can write only the folder of its own outputs; no network, no other
+process, no secret, no reference solution. `#include "/path/to/secret"` finds nothing.
+
 Files compile in parallel, each under a timeout. A slot file that fails is replaced by a generated
 not-implemented stub, so the other slots still link and are graded; a missing slot file gets the
 same stub. A helper .cu (not a slot file) that fails fails every slot. When the link fails, each
@@ -28,6 +33,7 @@ grading/results.schema.json:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -90,9 +96,63 @@ class Run:
         return self.returncode == 0
 
 
-def run_tool(cmd: list[str], cwd: Path | None, timeout: float) -> Run:
-    """Run a command with its output captured; on timeout kill its whole process group (nvcc's
-    cicc/ptxas children included)."""
+SANDBOX_TIMEOUT = 124   # scangrade_sandbox: the command ran past --timeout-s
+
+
+def _outside_usr(path: Path) -> bool:
+    return not str(path).startswith("/usr/")
+
+
+def paths_named(args: list[str] | tuple[str, ...]) -> list[Path]:
+    """The existing absolute paths a command line names (as arguments, or after -I / -L), outside
+    /usr (which every sandbox sees): what a sandboxed tool must be able to read."""
+    found: list[Path] = []
+    for arg in map(str, args):
+        for prefix in ("-I", "-L", ""):
+            if arg.startswith(prefix + "/"):
+                path = Path(arg[len(prefix):])
+                if path.exists() and _outside_usr(path):
+                    found.append(path)
+                break
+    # an interpreter outside /usr (a pyenv or venv python) needs its whole prefix
+    if args and Path(str(args[0])).is_absolute() and _outside_usr(Path(str(args[0]))):
+        found.append(Path(str(args[0])).resolve().parent.parent)
+    return found
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The sandbox compiles, rewrites and links run in: scangrade_sandbox's argv prefix, or () for
+    none (--sandbox off)."""
+
+    launcher: tuple[str, ...] = ()
+
+    def wrap(self, cmd: list[str], cwd: Path | None, read_only: list[Path], writable: list[Path],
+             timeout: float) -> list[str]:
+        if not self.launcher:
+            return cmd
+        argv = [*self.launcher, "--timeout-s", f"{timeout:g}"]
+        ro = list(dict.fromkeys(str(Path(p).resolve()) for p in [*read_only, *paths_named(cmd)]))
+        rw = list(dict.fromkeys(str(Path(p).resolve()) for p in writable))
+        for path in ro:
+            argv += ["--ro", path]
+        for path in rw:
+            argv += ["--rw", path]
+        # the working folder, when the sandbox has it (it holds a bound path); else the private /tmp
+        here = str(Path(cwd).resolve()) if cwd is not None else ""
+        if here and any(p == here or p.startswith(here + "/") for p in ro + rw):
+            argv += ["--chdir", here]
+        return [*argv, "--", *cmd]
+
+
+def run_tool(cmd: list[str], cwd: Path | None, timeout: float, confine: Confinement = Confinement(),
+             read_only: list[Path] = (), writable: list[Path] = ()) -> Run:
+    """Run a command (in the sandbox, with `read_only` and `writable` visible besides what it names)
+    with its output captured; on timeout kill its whole process group (nvcc's cicc/ptxas children
+    included)."""
+    if confine.launcher:
+        run = run_tool(confine.wrap(cmd, cwd, list(read_only), list(writable), timeout), cwd, timeout + 30)
+        return Run(None if run.returncode == SANDBOX_TIMEOUT else run.returncode, run.output, run.seconds)
     start = time.monotonic()
     try:
         proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE,
@@ -124,9 +184,20 @@ class Recipe:
     linker: tuple[str, ...]               # the host C++ compiler as link driver
     link: tuple[str, ...]
     rewrite: tuple[str, ...] | None = None  # emulate: argv prefix; called as <rewrite> IN.cu OUT.cpp
+    confine: Confinement = Confinement()
 
     @classmethod
-    def from_toolchain(cls, toolchain: dict, backend: str) -> "Recipe":
+    def from_toolchain(cls, toolchain: dict, backend: str, sandbox: str = "auto", bwrap: str = "bwrap") -> "Recipe":
+        recipe = cls._for_backend(toolchain, backend)
+        if sandbox == "off":
+            return recipe
+        launcher = toolchain.get("sandbox")
+        if not launcher:
+            raise ToolchainError("toolchain.json names no sandbox launcher (scangrade_sandbox): rebuild with `make`")
+        return dataclasses.replace(recipe, confine=Confinement((launcher, "--sandbox", sandbox, "--bwrap", bwrap)))
+
+    @classmethod
+    def _for_backend(cls, toolchain: dict, backend: str) -> "Recipe":
         try:
             if backend == "gpu":
                 nvcc = toolchain["nvcc"]
@@ -244,8 +315,9 @@ def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, time
     unit.obj.parent.mkdir(parents=True, exist_ok=True)
     outputs: list[str] = []
     seconds = 0.0
+    source = unit.source if unit.source.is_absolute() else cwd / unit.source
     for cmd in recipe.compile_steps(unit.source, unit.obj, include_dir):
-        r = run_tool(cmd, cwd, timeout)
+        r = run_tool(cmd, cwd, timeout, recipe.confine, [include_dir, source.parent], [unit.obj.parent])
         seconds += r.seconds
         outputs.append(r.output)
         if r.returncode is None:
@@ -342,12 +414,17 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
     good = {u.slot: u for u in units if not u.stub and u.slot is not None and u.ok and u.slot not in failed}
     helpers = [u for u in units if u.slot is None] if not helpers_failed else []
     worker = out / "worker"
+    linked = out / "obj" / "worker"   # the link writes only under obj/ (its sandbox's one writable folder)
 
     def objects_for(real: set[str]) -> list[Path]:
         objs = [good[s].obj if s in real else stubs[s].obj for s in SLOTS]
         return objs + [h.obj for h in helpers]
 
-    link_run = run_tool(recipe.link_command(objects_for(set(good)), worker), root, link_timeout)
+    def link(real: set[str]) -> Run:
+        return run_tool(recipe.link_command(objects_for(real), linked), root, link_timeout, recipe.confine, [],
+                        [out / "obj"])
+
+    link_run = link(set(good))
     if not link_run.ok:
         # find which slots break the link: each alone with stubs elsewhere
         sections.append(f"== link failed ==\n{normalize_log(link_run.output)}")
@@ -359,19 +436,19 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
             result.harness_errors.append("a generated stub did not compile: the toolchain is broken (internal error)")
             good_alone: set[str] = set()
         else:
-            good_alone = {s for s in good
-                          if run_tool(recipe.link_command(objects_for({s}), worker), root, link_timeout).ok}
-        link_run = run_tool(recipe.link_command(objects_for(good_alone), worker), root, link_timeout)
+            good_alone = {s for s in good if link({s}).ok}
+        link_run = link(good_alone)
         if not link_run.ok and helpers:
             helpers, good_alone = [], set()
-            link_run = run_tool(recipe.link_command(objects_for(good_alone), worker), root, link_timeout)
+            link_run = link(good_alone)
         newly_failed = set(good) - good_alone
         result.failed_slots = [s for s in SLOTS if s in set(failed) | newly_failed]
         result.status = "compile_error" if result.failed_slots else "ok"
         if not link_run.ok:
             sections.append(f"== link with stubs only failed: harness problem ==\n{link_run.output}")
             result.harness_errors.append("the worker does not link even with stubs: the toolchain is broken")
-    if link_run.ok and worker.exists():
+    if link_run.ok and linked.is_file() and not linked.is_symlink():
+        os.replace(linked, worker)
         result.worker = worker
     result.log = trim_log(sections)
     result.seconds = time.monotonic() - start

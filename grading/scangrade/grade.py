@@ -58,7 +58,7 @@ def detect_backend() -> str:
     return "gpu" if r.returncode == 0 and any(l.startswith("GPU ") for l in r.stdout.splitlines()) else "emulate"
 
 
-def load_grader(build_dir: Path, backend: str) -> tuple[dict, Path, str, Recipe]:
+def load_grader(build_dir: Path, backend: str, sandbox: str = "auto", bwrap: str = "bwrap") -> tuple[dict, Path, str, Recipe]:
     """The built grader: toolchain.json, the judge, the backend (auto resolved) and its compile recipe.
     Raises ToolchainError with what to do when something is not built."""
     toolchain = read_toolchain(build_dir)
@@ -66,7 +66,7 @@ def load_grader(build_dir: Path, backend: str) -> tuple[dict, Path, str, Recipe]
     if not toolchain.get("judge") or not judge.is_file() or not os.access(judge, os.X_OK):
         raise ToolchainError(f"the judge ({toolchain.get('judge')}) is not built: run `make` first")
     backend = detect_backend() if backend == "auto" else backend
-    return toolchain, judge, backend, Recipe.from_toolchain(toolchain, backend)
+    return toolchain, judge, backend, Recipe.from_toolchain(toolchain, backend, sandbox, bwrap)
 
 
 def judge_command(judge: Path, worker: Path | None, out: Path, name: str, submission: Path, backend: str,
@@ -89,6 +89,16 @@ def judge_command(judge: Path, worker: Path | None, out: Path, name: str, submis
     if max_n is not None:     # without it the judge grades every case (emulated: up to its own cap)
         cmd += ["--max-n", str(max_n)]
     return cmd + list(extra or [])
+
+
+def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
+    """--sandbox and --bwrap (grade.py and batch.py)."""
+    parser.add_argument("--sandbox", choices=["auto", "require", "off"], default="auto",
+                        help="run every compile and run of student code in the sandbox (bubblewrap namespaces, "
+                             "an unprivileged uid when root, cgroup or rlimit limits): auto (default) uses what "
+                             "this machine allows and says so in results.json 'isolation'; require fails (exit 2) "
+                             "without bubblewrap; off runs student code unconfined")
+    parser.add_argument("--bwrap", default="bwrap", help="the bubblewrap executable (default: bwrap in PATH)")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -120,6 +130,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
     parser.add_argument("--compile-timeout", type=float, default=COMPILE_TIMEOUT_S,
                         help="seconds per compiled file (default: %(default)s)")
+    add_sandbox_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the table (and errors)")
     parser.add_argument("--print-autolab", action="store_true",
                         help="print autolab.txt after the table, so that Autolab's score line is stdout's last line")
@@ -170,6 +181,8 @@ class GradeJob:
     judge_log: Path | None = None           # the judge's stdout and stderr go here (else inherited)
     capture: bool = False                   # without judge_log: capture the judge's output (quiet)
     keep_objects: bool = True               # keep <out>/obj after linking
+    sandbox: str = "auto"                   # --sandbox auto|require|off for the judge (compiles: the recipe's)
+    bwrap: str = "bwrap"
 
 
 @dataclass
@@ -262,7 +275,8 @@ def _run_judge(job: GradeJob, graded: Graded, built: BuildResult, judge: Path, b
                clock: Callable[[], float]) -> None:
     out = graded.out
     cmd = seat.prefix + judge_command(judge, built.worker, out, graded.name, job.submission, backend, job.suites,
-                                      job.hidden_suites, job.secret_file, job.budget_s, job.max_n, seat.extra)
+                                      job.hidden_suites, job.secret_file, job.budget_s, job.max_n,
+                                      ["--sandbox", job.sandbox, "--bwrap", job.bwrap, *seat.extra])
     timeout = seat.timeout_s if seat.timeout_s is not None else job.budget_s + JUDGE_GRACE_S
     see_log = f" (see {job.judge_log})" if job.judge_log else ""
     log.info("judging on the %s backend (budget %g s)", backend, job.budget_s)
@@ -274,8 +288,9 @@ def _run_judge(job: GradeJob, graded: Graded, built: BuildResult, judge: Path, b
                 outputs = {"stdout": sink, "stderr": subprocess.STDOUT}
             else:
                 outputs = {"capture_output": job.capture}
+            # a session of its own: a signal to the judge's process group never reaches us
             judged = subprocess.run(cmd, timeout=timeout, stdin=subprocess.DEVNULL, env=seat.env, text=True,
-                                    **outputs)
+                                    start_new_session=True, **outputs)
     except subprocess.TimeoutExpired:
         graded.error = f"the judge ran past {timeout:g} s and was stopped{see_log}"
         return
@@ -323,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(EXIT_BAD_INPUT, f"submission {args.submission} not found")
 
     try:
-        _toolchain, judge, backend, recipe = load_grader(args.build_dir, args.backend)
+        _toolchain, judge, backend, recipe = load_grader(args.build_dir, args.backend, args.sandbox, args.bwrap)
     except ToolchainError as exc:
         return fail(EXIT_INTERNAL, str(exc))
 
@@ -338,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
                 f.write(args.secret)
         job = GradeJob(args.submission, args.suite, args.hidden_suite, secret_file, out=args.out,
                        formats=args.formats, budget_s=args.budget_s, max_n=args.max_n, jobs=args.jobs,
-                       compile_timeout=args.compile_timeout, capture=args.quiet)
+                       compile_timeout=args.compile_timeout, capture=args.quiet, sandbox=args.sandbox,
+                       bwrap=args.bwrap)
         graded = grade_one(job, judge, backend, recipe, private)
     finally:
         shutil.rmtree(private, ignore_errors=True)

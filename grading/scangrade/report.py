@@ -139,6 +139,8 @@ def render(results: dict, results_path: Path | None = None, color: bool = False)
         if "driver" not in device:     # the judge's device string may already name them
             device += f" (driver {env['driver'] or '?'}, runtime {env['cuda_runtime'] or '?'})"
         out.append(f"backend: gpu, {device}")
+    if "isolation" in results:   # what protected the runs of student code, in one line
+        out.append(results["isolation"]["summary"])
     method = methodology(results)
     if method and results["backend"] == "gpu":
         out.append(f"timings: {method}")

@@ -116,6 +116,8 @@ def render(results: dict, threshold: float, show_hidden: bool = False) -> str:
                  + (f"**{fmt(s['perf_points'])}/{fmt(s['perf_max_points'])}**" if s["perf_max_points"] else "—")
                  + f" | **{fmt(s['total'])}/{fmt(s['max_total'])}** |")
     lines.append("")
+    if "isolation" in results:
+        lines += [f"_{md_escape(results['isolation']['summary'])}_", ""]
     code = exit_code(results, threshold)
     if code == EXIT_NOT_GRADED:
         lines.append("⚠️ **The grader failed** (internal error, not the submission's fault): please report it.")
