@@ -44,11 +44,15 @@ class Entry:
     name: str
     expected: dict[str, str]
     bug: str | None = None
+    kind: str = ""                  # "exploit": graded only inside the sandbox (--sandbox require)
     got: dict[str, str] = field(default_factory=dict)
     error: str = ""
+    skipped: str = ""               # why it was not graded (an exploit where no sandbox can run)
     seconds: float = 0.0
 
     def mismatches(self) -> list[str]:
+        if self.skipped:
+            return []
         if self.error:
             return [self.error]
         return [f"{slot}: expected {want}, got {self.got.get(slot, 'no cases')}"
@@ -67,7 +71,7 @@ def load_entries(backend: str, names: list[str] | None) -> list[Entry]:
     entries = [Entry(REFERENCE, {slot: "pass" for slot in SLOTS}, None)]
     for folder in sorted(p for p in GALLERY.iterdir() if (p / "expected.json").is_file()):
         spec = json.loads((folder / "expected.json").read_text())
-        entries.append(Entry(folder.name, expected_verdicts(spec, backend), spec.get("bug")))
+        entries.append(Entry(folder.name, expected_verdicts(spec, backend), spec.get("bug"), spec.get("kind", "")))
     if names:
         unknown = set(names) - {e.name for e in entries}
         if unknown:
@@ -90,11 +94,17 @@ def grade(entry: Entry, args: argparse.Namespace, toolchain: dict) -> Entry:
         cmd = [sys.executable, str(REPO / "grading" / "grade.py"), str(GALLERY / entry.name), "--out", str(out),
                "--backend", args.backend, "--build-dir", str(args.build_dir), "--formats", "none", "--quiet",
                "--jobs", "1", *suite, *limit]
+        if entry.kind == "exploit":   # attacks run only where the sandbox holds them
+            cmd += ["--sandbox", "require"]
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout_s, stdin=subprocess.DEVNULL)
     entry.seconds = time.monotonic() - start
+    said = (proc.stderr or proc.stdout).strip()
+    if entry.kind == "exploit" and proc.returncode == 2 and "--sandbox require" in said:
+        entry.skipped = said.splitlines()[-1][-300:]
+        return entry
     if proc.returncode not in (0, 1):
-        entry.error = f"grading exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-800:]}"
+        entry.error = f"grading exited {proc.returncode}: {said[-800:]}"
         return entry
     results = json.loads((out / "results.json").read_text())
     entry.got = slot_verdicts(results)
@@ -131,9 +141,9 @@ def print_table(entries: list[Entry], backend: str) -> None:
     for e in entries:
         cells = []
         for slot in SLOTS:
-            want, got = e.expected.get(slot, "-"), ("ERROR" if e.error else e.got.get(slot, "-"))
+            want, got = e.expected.get(slot, "-"), ("SKIPPED" if e.skipped else "ERROR" if e.error else e.got.get(slot, "-"))
             cells.append(got if got == want else f"{got}!={want}")
-        rows.append((e.name, *cells, "MISMATCH" if e.mismatches() else "ok"))
+        rows.append((e.name, *cells, "MISMATCH" if e.mismatches() else "skipped" if e.skipped else "ok"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     print(f"gallery verdicts on the {backend} backend (cell: the verdict got; got!=expected on a mismatch)")
     for i, r in enumerate(rows):
@@ -141,11 +151,15 @@ def print_table(entries: list[Entry], backend: str) -> None:
         if i == 0:
             print("  ".join("-" * w for w in widths))
     bad = [e for e in entries if e.mismatches()]
-    print(f"{len(entries) - len(bad)}/{len(entries)} entries got every expected verdict "
+    graded = [e for e in entries if not e.skipped]
+    print(f"{len(graded) - len(bad)}/{len(graded)} entries got every expected verdict "
           f"({sum(e.seconds for e in entries):.0f} s of grading)")
     for e in bad:
         for m in e.mismatches():
             print(f"MISMATCH {e.name}: {m}")
+    for e in entries:
+        if e.skipped:
+            print(f"SKIPPED {e.name}: {e.skipped}")
 
 
 def main(argv: list[str] | None = None) -> int:
