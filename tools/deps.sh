@@ -10,6 +10,7 @@ have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
 have_header gtest/gtest.h || missing+=(libgtest-dev)
 command -v cmake >/dev/null || missing+=(cmake)
 have_header boost/context/fiber.hpp || missing+=(libboost-context-dev)  # the CPU emulation backend
+command -v bwrap >/dev/null || [ -x .deps/bwrap-root/usr/bin/bwrap ] || missing+=(bubblewrap)  # the sandbox around student code
 
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "deps: nvcc not found: install the CUDA toolkit (12.x or 13.x) and put its bin/ on PATH" >&2

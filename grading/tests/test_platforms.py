@@ -66,6 +66,11 @@ if mode == "garbage":
     for name in ("gradescope.json", "prairielearn.json"):
         (out / name).write_text("{not json")
     sys.exit(1)
+if mode == "forged_then_killed":   # what a student's process did before the sandbox: full marks, then kill the grader
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gradescope.json").write_text(json.dumps({"score": 100, "output": "all tests passed"}))
+    (out / "prairielearn.json").write_text(json.dumps({"gradable": True, "score": 1.0}))
+    sys.exit(3)
 if mode == "huge":
     out.mkdir(parents=True, exist_ok=True)
     tests = [{"name": f"t{i}", "points": 0, "max_points": 1, "message": "x" * 5000, "output": "y" * 5000}
@@ -161,6 +166,13 @@ def test_gradescope_grade_failures_still_write_score_zero(tmp_path, fake_grade, 
     assert "not your fault" in doc["output"]
     if mode == "bad_input":
         assert "field 'n'" in doc["output"]           # the reason, for whoever reads it
+
+
+def test_gradescope_never_publishes_an_export_of_a_run_that_did_not_end_graded(tmp_path, fake_grade, monkeypatch):
+    """Exit 3 (or any status but 0 and 1): whatever export is on disk is not the grader's word."""
+    monkeypatch.setenv("FAKE_MODE", "forged_then_killed")
+    doc = run_gs(gs_root(tmp_path, gallery_files("correct_three_phase"), config={}))
+    assert doc["score"] == 0 and "not your fault" in doc["output"]
 
 
 def test_gradescope_grade_py_missing(tmp_path, monkeypatch):
@@ -364,7 +376,7 @@ def test_prairielearn_installed_tree_grades(tmp_path):
     assert doc["gradable"] is True and doc["score"] == 1.0
 
 
-@pytest.mark.parametrize("mode", ["crash", "3", "bad_input", "garbage", "hang"])
+@pytest.mark.parametrize("mode", ["crash", "3", "bad_input", "garbage", "hang", "forged_then_killed"])
 def test_prairielearn_grade_failures_are_not_gradable(tmp_path, fake_grade, monkeypatch, mode):
     monkeypatch.setenv("FAKE_MODE", mode)
     doc = run_pl(pl_root(tmp_path, {"hillis_steele.cu": b"x"}, config={"timeout_s": 2}))

@@ -101,7 +101,7 @@ def grade(root: Path, started: float) -> dict:
         run: GradeRun | None = None
         if grade_py.is_file():
             run = run_grade(cmd, timeout_s)
-        doc = read_json(out / "gradescope.json") if run and run.returncode in (0, 1, 3) else None
+        doc = read_json(out / "gradescope.json") if run and run.returncode in (0, 1) else None  # 0, 1: graded; anything else is never published
         if not usable_export(doc):
             head, detail = fault_message(run, grade_py, "Gradescope")
             return score_zero(head, detail, time.monotonic() - started)

@@ -24,7 +24,7 @@ export DEBIAN_FRONTEND=noninteractive
 echo "setup: installing build dependencies"
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-  build-essential cmake python3 python3-pip ca-certificates \
+  build-essential cmake python3 python3-pip ca-certificates bubblewrap \
   libgtest-dev nlohmann-json3-dev libboost-context-dev >/dev/null
 
 # CMake >= 3.25 (Ubuntu 22.04 ships 3.22): take it from PyPI when apt's is older.

@@ -142,7 +142,7 @@ def grade(root: Path, started: float) -> dict:
                             formats="prairielearn", suites=suites, hidden_suites=hidden, secret_file=secret,
                             max_n=config["max_n"], budget_s=budget_s)
         run: GradeRun | None = run_grade(cmd, float(config["timeout_s"] or budget_s + 420)) if grade_py.is_file() else None
-        doc = read_json(out / "prairielearn.json") if run and run.returncode in (0, 1, 3) else None
+        doc = read_json(out / "prairielearn.json") if run and run.returncode in (0, 1) else None  # 0, 1: graded; anything else is never published
         if doc is None or not ("score" in doc or doc.get("gradable") is False):
             head, detail = fault_message(run, grade_py, "PrairieLearn")
             return not_gradable(head, detail)

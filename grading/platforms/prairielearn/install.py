@@ -6,7 +6,7 @@ folder: the PrairieLearn image's /opt/scangrade (its Dockerfile runs this in the
 
 What goes in: grading/*.py, the scangrade package (Python only) and schemas, grading/platforms/prairielearn/, the public
 suite, the starter files (the image's smoke test), the contract and emulator headers, rewrite.py,
-and from the build only the judge, the link libraries of toolchain.json's "emulate" recipe and
+and from the build only the judge, the sandbox launcher, the link libraries of toolchain.json's "emulate" recipe and
 toolchain.json itself, its paths rewritten to --prefix. What never goes in: reference/ (sources,
 rewritten copies or the reference worker), the gallery, tests, object files. PrairieLearn images are
 pulled from Docker Hub, so treat the image as public: no model solution and no hidden suite in it
@@ -66,11 +66,11 @@ def install(src: Path, build: Path, dest: Path, prefix: Path) -> list[Path]:
                 copy(p, p.relative_to(src))
     # from the build: the judge and the emulate recipe's libraries, nothing else
     build_r = build.resolve()
-    for item in [toolchain["judge"], *emu.get("link", [])]:
+    for item in [toolchain["judge"], toolchain["sandbox"], *emu.get("link", [])]:
         p = Path(item).resolve() if not item.startswith("-") else None
         if p is not None and build_r in p.parents:
             copy(p, Path("build") / p.relative_to(build_r))
-    installed = {k: v for k, v in toolchain.items() if k in ("version", "cxx", "judge")}
+    installed = {k: v for k, v in toolchain.items() if k in ("version", "cxx", "judge", "sandbox")}
     installed["emulate"] = {k: v for k, v in emu.items() if k != "reference_worker"}
     mapping = [(str(build_r), str(prefix / "build")), (str(build), str(prefix / "build")),
                (str(src.resolve()), str(prefix)), (str(src), str(prefix))]
