@@ -7,15 +7,18 @@
 #   3. the reference over the public suite, and a fresh student/ (the four stubs), as `make test`
 #   4. a full grade of a bundled submission on the GPU (timings, × reference, × CUB)
 #   5. the whole gallery graded on the GPU, every verdict compared with the expected one
-#   6. (batch) the gallery's submissions graded as a class with grading/batch.py: the gradebook's
-#      verdicts compared with the expected ones, timing with the GPU to one judge
+#   6. (batch) the gallery's submissions, the exploit entries among them, graded as a class with
+#      grading/batch.py, the sandbox required, a hidden suite and a secret: the gradebook's verdicts
+#      compared with the expected ones, timing with the GPU to one judge; then the exploit checks (the
+#      secret in no output, no process or loot left) and what the sandbox costs (tools/bench_sandbox.py)
 #   7. (bench) the batch benchmark: 100 submissions made from the gallery (tools/bench_batch.py),
 #      wall time and where it went, every copy's verdicts compared with its gallery entry's
 #   tools/gpu-check.sh [all|core|gallery|batch|final|bench]
 #      core: 1-4; gallery: 1 and 5; batch: 1 and 6; final: 1-4 and 6; bench: 1 and 7;
 #      all: 1-5 (default)
 # Prints a summary last; logs and results go to $OUT (default: build-gpu/logs).
-# Needs: nvcc, cmake, GoogleTest; nlohmann/json installed or in .deps/include/nlohmann/.
+# Needs: nvcc, cmake, GoogleTest; nlohmann/json installed or in .deps/include/nlohmann/; bubblewrap
+# installed or unpacked in .deps/bwrap-root/ (apt-get download bubblewrap && dpkg -x ... .deps/bwrap-root).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build-gpu
@@ -25,10 +28,11 @@ run_core() { [ "$PHASE" = all ] || [ "$PHASE" = core ] || [ "$PHASE" = final ]; 
 run_gallery() { [ "$PHASE" = all ] || [ "$PHASE" = gallery ]; }
 run_batch() { [ "$PHASE" = batch ] || [ "$PHASE" = final ]; }
 run_bench() { [ "$PHASE" = bench ]; }
-ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=- bench_rc=-
+ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=- exploits_rc=- bench_rc=-
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
 export PATH="/usr/local/cuda/bin:$PATH"
+[ -x .deps/bwrap-root/usr/bin/bwrap ] && export PATH="$PWD/.deps/bwrap-root/usr/bin:$PATH"   # carried bubblewrap
 step() { echo "== $*"; }
 
 step "device"
@@ -44,6 +48,9 @@ if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUIL
 fi
 
 if run_core; then
+"$BUILD/grading/scangrade_sandbox" --probe | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"])' \
+  | tee "$LOGS/sandbox.txt"
+
 step "ctest (one process per test)"
 (cd "$BUILD" && ctest -j 8 -E "^(gallery|python/)" --output-on-failure --timeout 900) >"$LOGS/ctest.log" 2>&1
 ctest_rc=$?
@@ -72,12 +79,34 @@ if run_batch; then
 step "batch: the gallery's submissions graded as a class"
 rm -rf "$LOGS/class" "$LOGS/batch" && mkdir -p "$LOGS/class"
 for entry in grading/gallery/*/; do [ -f "$entry/expected.json" ] && cp -r "$entry" "$LOGS/class/"; done
+secret_dir=/tmp/scangrade-exploit-secret   # where exploit_include_secret looks for it
+mkdir -p "$secret_dir" && secret="sg-secret-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+echo "$secret" > "$secret_dir/secret.txt" && chmod 600 "$secret_dir/secret.txt"
+rm -f /tmp/scangrade-loot* /dev/shm/scangrade-loot*
 python3 grading/batch.py "$LOGS/class" --out "$LOGS/batch" --backend gpu --build-dir "$BUILD" \
-  --budget-s 150 --formats all >"$LOGS/batch.log" 2>&1
+  --budget-s 150 --formats all --sandbox require --suite testcases/public.json \
+  --hidden-suite testcases/hidden.example.json --secret-file "$secret_dir/secret.txt" >"$LOGS/batch.log" 2>&1
 batch_rc=$?
 python3 grading/gallery.py --backend gpu --build-dir "$BUILD" --results-from "$LOGS/batch" \
   >"$LOGS/batch-verdicts.log" 2>&1
 verdicts_rc=$?
+step "exploit checks"
+sleep 3   # the attackers' daemons would strike now
+{
+  leaked=$(grep -rl -- "$secret" "$LOGS/batch" 2>/dev/null | wc -l)
+  left=$(pgrep -c -x sg-exploit-bomb || true)
+  loot=$(ls /tmp/scangrade-loot* /dev/shm/scangrade-loot* 2>/dev/null | wc -l)
+  forged=$(find "$LOGS/batch" -name forged-by-exploit | wc -l)
+  rows=$(($(wc -l < "$LOGS/batch/gradebook.csv") - 1))
+  echo "exploit checks: gradebook rows $rows/$(ls "$LOGS/class" | wc -l), files holding the secret $leaked," \
+       "sg-exploit-bomb processes left $left, loot files $loot, forged marker files $forged"
+  [ "$leaked" = 0 ] && [ "${left:-0}" = 0 ] && [ "$loot" = 0 ] && [ "$forged" = 0 ] && [ "$rows" = "$(ls "$LOGS/class" | wc -l)" ]
+} >"$LOGS/exploits.log" 2>&1
+exploits_rc=$?
+rm -rf "$secret_dir"
+step "sandbox cost"
+python3 tools/bench_sandbox.py --backend gpu --build-dir "$BUILD" -n 30 -r "${SANDBOX_BENCH_R:-2}" \
+  --json "$LOGS/sandbox-cost.json" >"$LOGS/sandbox-cost.log" 2>&1
 fi
 
 if run_bench; then
@@ -93,7 +122,7 @@ fi
 
 echo
 echo "================ GPU check summary ================"
-cat "$LOGS/device.txt"
+cat "$LOGS/device.txt" "$LOGS/sandbox.txt" 2>/dev/null
 if run_core; then
   sed -n '/^ScanGrade summary/,$p' "$LOGS/selftest.log"
   sed -n '/^ScanGrade summary/,$p' "$LOGS/student.log" | head -6
@@ -104,12 +133,13 @@ run_gallery && cat "$LOGS/gallery.log"
 if run_batch; then
   grep -E "^batch: [0-9]+ submission" "$LOGS/batch.log"
   cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv" | column -s, -t 2>/dev/null || cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv"
-  cat "$LOGS/batch-verdicts.log"
+  cat "$LOGS/batch-verdicts.log" "$LOGS/exploits.log" "$LOGS/sandbox-cost.log"
 fi
 run_bench && cat "$LOGS/bench.log"
-printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s bench=%s\n' \
-  "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$bench_rc"
+printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s\n' \
+  "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$exploits_rc" "$bench_rc"
 ok() { [ "$1" = 0 ] || [ "$1" = - ]; }
 ok "$ctest_rc" && ok "$selftest_rc" && ok "$demo_rc" && ok "$gallery_rc" && ok "$batch_rc" && ok "$verdicts_rc" &&
+  ok "$exploits_rc" &&
   ok "$bench_rc" &&
   { ! run_core || grep -q "NOT IMPLEMENTED" "$LOGS/student.log"; }

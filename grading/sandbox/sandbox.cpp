@@ -330,7 +330,16 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
                      "/dev/shm"});
   // bubblewrap makes the folders above a bind point 0700 (as root): make them 0755 first, so that
   // the sandbox uid can reach what is bound
-  std::vector<std::string> binds = m.read_only;
+  std::vector<std::string> read_only = m.read_only;
+  if (const char* lib = std::getenv("LD_LIBRARY_PATH")) {  // the driver's libraries, where they live
+    std::istringstream dirs(lib);
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      struct stat st {};
+      if (dir.size() > 1 && dir[0] == '/' && dir.rfind("/usr/", 0) != 0 && stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        read_only.push_back(dir);
+    }
+  }
+  std::vector<std::string> binds = read_only;
   binds.insert(binds.end(), m.writable.begin(), m.writable.end());
   const auto premade = [&](const std::string& dir) {
     for (const char* top : {"/usr", "/proc", "/sys", "/etc"})
@@ -348,13 +357,15 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
       made.push_back(dir);
       a.insert(a.end(), {"--perms", "0755", "--dir", dir});
     }
-  for (const std::string& p : m.read_only) a.insert(a.end(), {"--ro-bind", p, p});
+  for (const std::string& p : read_only) a.insert(a.end(), {"--ro-bind", p, p});
   for (const std::string& p : m.writable) a.insert(a.end(), {"--bind", p, p});
   a.insert(a.end(), {"--chdir", m.chdir.empty() ? "/tmp" : m.chdir, "--clearenv", "--setenv", "PATH",
                      "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR",
                      "/tmp", "--setenv", "LANG", "C.UTF-8"});
-  // the device selection and the emulator's knobs reach the student's process; nothing else does
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "SCANGRADE_EMU_STACK_KB", "SCANGRADE_EMU_THREAD_ORDER"})
+  // where the driver's libraries are, the device selection and the emulator's knobs reach the
+  // student's process (the grader's settings, no secret); nothing else does
+  for (const char* name : {"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
+                           "NVIDIA_DRIVER_CAPABILITIES", "SCANGRADE_EMU_STACK_KB", "SCANGRADE_EMU_THREAD_ORDER"})
     if (const char* v = std::getenv(name)) a.insert(a.end(), {"--setenv", name, v});
   a.push_back("--");
   if (drop_uid_) {

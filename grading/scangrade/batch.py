@@ -82,6 +82,10 @@ log = logging.getLogger(__name__)
 
 # --- hashes and stamps ----------------------------------------------------------------------------------
 
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -274,6 +278,11 @@ class Batch:
             return False
         if not isinstance(old, dict) or old.get("stamp") != st.stamp:
             return False
+        try:   # the results the stamp vouches for, byte for byte (not a file written since)
+            if old.get("results_sha256") != file_sha256(st.results_path):
+                return False
+        except OSError:
+            return False
         try:
             st.results = load_results(st.results_path, validate=False)
         except ResultsError:
@@ -325,7 +334,9 @@ class Batch:
         st.flags = flags_of(st.results)
         if st.outcome == "graded":
             # the stamp last: it marks the student as done for --resume
+            # with the hash of the results it vouches for: a resume trusts no other file
             write_atomic(st.out / "stamp.json", json.dumps({"stamp": st.stamp, "finished_at": time.time(),
+                                                            "results_sha256": file_sha256(st.results_path),
                                                             "judge_phases": st.judge_phases}, indent=1) + "\n")
 
     def finish(self, st: Student) -> None:

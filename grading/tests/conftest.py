@@ -123,11 +123,26 @@ sys.exit(int(os.environ.get("FAKE_EXIT", "1")))
 '''
 
 
+# A stand-in for scangrade_sandbox: runs the command after "--" as it is (the real launcher has its
+# own tests: grading/judge/tests, test_exploits.py)
+FAKE_SANDBOX = r'''#!/usr/bin/env python3
+import os, sys
+args = sys.argv[1:]
+cmd = args[args.index("--") + 1:]
+os.execv(cmd[0], cmd)
+'''
+
+
+def fake_sandbox(folder: Path) -> Path:
+    return write_script(folder / "fake_sandbox", FAKE_SANDBOX)
+
+
 @pytest.fixture
 def fake_tools(tmp_path) -> dict[str, Path]:
     tools = tmp_path / "tools"
     tools.mkdir()
     return {"compiler": write_script(tools / "fakecc", FAKE_COMPILER),
+            "sandbox": fake_sandbox(tools),
             "rewrite": write_script(tools / "fake_rewrite.py", FAKE_REWRITE),
             "judge": write_script(tools / "fake_judge", FAKE_JUDGE),
             "main": _main_object(tools)}
@@ -147,6 +162,7 @@ def fake_build_dir(tmp_path, fake_tools) -> Path:
     toolchain = {
         "nvcc": str(fake_tools["compiler"]), "cuda_flags": ["-std=c++17"], "link": [str(fake_tools["main"])],
         "judge": str(fake_tools["judge"]), "reference_worker": str(fake_tools["judge"]), "version": "test",
+        "sandbox": str(fake_tools["sandbox"]),
         "emulate": {"rewrite": str(fake_tools["rewrite"]), "cxx": str(fake_tools["compiler"]),
                     "cxx_flags": ["-std=c++17"], "link": [str(fake_tools["main"])]},
     }

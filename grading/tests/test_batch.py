@@ -288,6 +288,14 @@ def test_resume_after_a_kill_and_regrade_on_a_changed_suite(tmp_path, fake_env):
     # nothing changed: nothing graded
     r = run_batch(subs, out, fake_env)
     assert r.returncode == 0 and judged(fake_env["counter"]) == after
+    # results rewritten after they were stamped (by anyone but the grader): that student is graded again
+    forged = out / "students" / "s1" / "results.json"
+    forged.write_text(forged.read_text().replace('"outcome"', '"forged": true, "outcome"', 1))
+    n = len(judged(fake_env["counter"]))
+    r = run_batch(subs, out, fake_env)
+    assert r.returncode == 0 and judged(fake_env["counter"])[n:] == ["s1"]
+    assert '"forged"' not in forged.read_text()
+    after = judged(fake_env["counter"])
     # a changed submission: only it is graded again
     (subs / "s0" / "student" / "blelloch.cu").write_text("// changed\n")
     r = run_batch(subs, out, fake_env)

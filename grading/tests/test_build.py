@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import NVCC, REAL_TOOLCHAIN, REPO, assert_valid, load_schema, make_submission, starter_files
+from conftest import NVCC, REAL_TOOLCHAIN, REPO, assert_valid, fake_sandbox, load_schema, make_submission, starter_files
 from scangrade import build
 from scangrade.build import Recipe, ToolchainError, read_toolchain, stub_source
 from scangrade.submission import load_submission
@@ -200,7 +200,7 @@ def nvcc_build_dir(tmp_path_factory):
     (d / "grading").mkdir()
     (d / "grading" / "toolchain.json").write_text(json.dumps({
         "nvcc": str(NVCC), "cuda_flags": flags, "link": [str(d / "main.o")], "judge": "/bin/false",
-        "reference_worker": "/bin/false", "version": "test"}))
+        "reference_worker": "/bin/false", "version": "test", "sandbox": str(fake_sandbox(d))}))
     return d
 
 
