@@ -311,6 +311,9 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
       a.insert(a.end(), {"--ro-bind", top, top});
     }
   }
+  // the loader's cache, and the alternatives links toolchains resolve through (/usr/bin/c++,
+  // /usr/local/cuda on some images); /etc itself 0755, not bubblewrap's 0700
+  a.insert(a.end(), {"--perms", "0755", "--dir", "/etc"});
   for (const char* etc : {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"})
     a.insert(a.end(), {"--ro-bind-try", etc, etc});
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
@@ -342,7 +345,7 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
   std::vector<std::string> binds = read_only;
   binds.insert(binds.end(), m.writable.begin(), m.writable.end());
   const auto premade = [&](const std::string& dir) {
-    for (const char* top : {"/usr", "/proc", "/sys", "/etc"})
+    for (const char* top : {"/usr", "/proc", "/sys"})
       if (dir == top || dir.rfind(std::string(top) + "/", 0) == 0) return true;
     if (dir == "/" || dir == "/tmp" || dir == "/dev" || dir == "/dev/shm") return true;
     for (const std::string& b : binds)
