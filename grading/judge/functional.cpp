@@ -23,6 +23,11 @@ std::string trimmed_log(const std::string& log) {
 
 std::optional<CaseResult> Build::verdict(const Entry& e) const {
   CaseResult r;
+  if (const auto v = policy_violations.find(e.c.slot); v != policy_violations.end()) {
+    r.status = Status::PolicyViolation;  // found at build time: the slot was not linked, nothing ran
+    r.message = std::string(student_file(e.c.slot)) + " breaks a rule of the assignment: " + v->second;
+    return r;
+  }
   r.status = Status::CompileError;
   if (status == "layout_error") {
     r.message = "the submission could not be read as a student/ folder: " + trimmed_log(report["log"]);

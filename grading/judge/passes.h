@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct Build {
   std::string status = "ok";       // ok, compile_error, layout_error
   bool no_run = false;             // no worker runs at all
   std::set<Slot> failed_slots;     // slots whose file did not compile
+  std::map<Slot, std::string> policy_violations;  // slots whose code broke a rule: the evidence
 
   /// compile_error for a case the build keeps from running; nullopt when it runs.
   std::optional<CaseResult> verdict(const Entry& e) const;

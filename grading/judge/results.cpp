@@ -85,6 +85,14 @@ json load_build(const std::string& path) {
         throw UsageError(path + ": field '" + key + "': " + s.dump() + " is not a slot name");
     b[key] = j[key];
   }
+  if (j.contains("policy_violations")) {  // {slot: evidence}
+    const json& p = j["policy_violations"];
+    if (!p.is_object()) throw UsageError(path + ": field 'policy_violations': expected an object {slot: message}");
+    for (const auto& [slot, why] : p.items())
+      if (!parse_slot(slot) || !why.is_string())
+        throw UsageError(path + ": field 'policy_violations': '" + slot + "' must be a slot name with a message");
+    b["policy_violations"] = p;
+  }
   if (j.contains("warnings")) {
     if (!j["warnings"].is_number_unsigned()) throw UsageError(path + ": field 'warnings': expected a count");
     b["warnings"] = j["warnings"];
@@ -103,6 +111,9 @@ Build read_build(const std::string& build_json) {
   b.report = build_json.empty() ? default_build() : load_build(build_json);
   b.status = b.report["status"];
   for (const json& s : b.report["failed_slots"]) b.failed_slots.insert(*parse_slot(s.get<std::string>()));
+  if (b.report.contains("policy_violations"))
+    for (const auto& [slot, why] : b.report["policy_violations"].items())
+      b.policy_violations[*parse_slot(slot)] = why.get<std::string>();
   return b;
 }
 

@@ -34,13 +34,14 @@ constexpr Table<Visibility, 4> kVisibilityNames = {{Visibility::Visible, "visibl
                                                    {Visibility::Hidden, "hidden"},
                                                    {Visibility::AfterDueDate, "after_due_date"},
                                                    {Visibility::AfterPublished, "after_published"}};
-constexpr Table<Status, 12> kStatusNames = {
+constexpr Table<Status, 13> kStatusNames = {
     {Status::Pass, "pass"},
     {Status::Fail, "fail"},
     {Status::NotImplemented, "not_implemented"},
     {Status::Crash, "crash"},
     {Status::Timeout, "timeout"},
     {Status::CompileError, "compile_error"},
+    {Status::PolicyViolation, "policy_violation"},
     {Status::OutOfBoundsWrite, "out_of_bounds_write"},
     {Status::InputModified, "input_modified"},
     {Status::Leak, "leak"},

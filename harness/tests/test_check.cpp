@@ -184,7 +184,7 @@ TEST(Judge, NanNeverPasses) {
 
 TEST(Names, EveryStatusRoundTrips) {
   for (Status s : {Status::Pass, Status::Fail, Status::NotImplemented, Status::Crash, Status::Timeout,
-                   Status::CompileError, Status::OutOfBoundsWrite, Status::InputModified, Status::Leak, Status::Race,
+                   Status::CompileError, Status::PolicyViolation, Status::OutOfBoundsWrite, Status::InputModified, Status::Leak, Status::Race,
                    Status::MemoryError, Status::InternalError})
     EXPECT_EQ(parse_status(name(s)), s);
 }

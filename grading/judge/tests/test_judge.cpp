@@ -204,6 +204,27 @@ TEST_F(Judge, BuildFileFailedSlotsAreCompileErrors) {
   EXPECT_EQ(r.results["build"]["warnings"], 2);
 }
 
+TEST_F(Judge, BuildFilePolicyViolationsChargeTheirSlotOnly) {
+  write_text(dir_ + "/build.json", R"J({"status": "ok", "log": "",
+    "policy_violations": {"blelloch": "it defines cudaMalloc (a CUDA runtime entry point)"}})J");
+  const Result r = judge(worker("--mode ok"), "--build-json " + quote(dir_ + "/build.json"));
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 1);
+  expect_valid(r.results, dir_);
+  const json& c = case_of(r.results, "bl.float32.n100");
+  EXPECT_EQ(c["status"], "policy_violation");
+  EXPECT_TRUE(contains(c["message"], "defines cudaMalloc")) << c["message"];
+  EXPECT_EQ(c["points"], 0);
+  expect_others_pass(r.results, {"bl.float32.n100"});
+}
+
+TEST_F(Judge, BuildFilePolicyViolationOfAnUnknownSlotIsBadInput) {
+  write_text(dir_ + "/build.json", R"({"status": "ok", "policy_violations": {"bogus": "x"}})");
+  const Result r = judge(worker("--mode ok"), "--build-json " + quote(dir_ + "/build.json"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(contains(r.err, "policy_violations")) << r.err;
+}
+
 TEST_F(Judge, LayoutErrorRunsNoWorker) {
   write_text(dir_ + "/build.json", R"({"status": "layout_error", "log": "no student/ folder in the archive"})");
   const Result r = judge("", "--build-json " + quote(dir_ + "/build.json"));

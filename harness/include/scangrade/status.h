@@ -16,6 +16,7 @@ enum class Status {
   Crash,              // the slot threw, a CUDA call failed, or the process died
   Timeout,            // the case ran past its deadline (e.g. a spinning kernel)
   CompileError,       // the submission did not compile
+  PolicyViolation,    // the submission broke a rule of the assignment (a library scan, a harness symbol, ...)
   OutOfBoundsWrite,   // a guard zone right before or after d_out changed
   InputModified,      // d_in changed during the call
   Leak,               // device memory allocated by the slot was not freed
