@@ -4,6 +4,7 @@
                              [--backend auto|gpu|emulate] [--build-dir build] [--jobs N] [--gpus auto|0,1]
                              [--judges-per-gpu N] [--max-n N] [--budget-s S] [--formats all|none|LIST]
                              [--resume | --no-resume] [--threshold FRACTION]
+    python3 grading/batch.py --repos FILE [--deadline ISO-8601] --out DIR [same options]
 
 SUBMISSIONS_DIR holds one entry per student: a folder, a .zip or a .tar.gz/.tgz (anything else is listed
 too, with a layout_error). Each is graded exactly like grade.py grades one submission (layout check,
@@ -14,6 +15,14 @@ compile, judge, exports), and the batch writes:
   DIR/report.html        self-contained: score histogram, pass rate per case, perf ratios, submissions
   DIR/batch.json         the batch's record: settings, per-student phases and outcome, phase totals
   DIR/batch.log          one JSON line per finished student, appended as they finish
+
+--repos FILE instead of SUBMISSIONS_DIR: one git repository a line (URL, NAME URL, or NAME URL COMMIT;
+# comments). Each is cloned (bare, no credential prompts, --clone-timeout), the commit is chosen (the
+third column, else the last first-parent commit of the default branch at or before --deadline, else
+its tip), only its student/*.cu and student/*.cuh are exported to DIR/submissions/<name>/, and the
+class is graded exactly like a folder of submissions. The gradebook gains the columns repository,
+commit, commit_date, commit_rule and repo_error; a repository that cannot be cloned or has no such
+commit gets a not_graded row with the git error (scangrade/repos.py has the rules).
 
 Student ids come from LMS export names (scangrade/lms.py): Canvas, Moodle, Gradescope, else the
 name made safe.
@@ -33,7 +42,8 @@ student without a stamp (killed mid-way, or the grader failed) is graded again.
 
 Gradebook columns: see scangrade/gradebook.py.
 
-Exit status: 0 every entry graded; 2 bad input (usage, missing or malformed suite); 3 the grader is
+Exit status: 0 every entry graded; 1 (--repos) every entry taken was graded but some repository
+could not be taken (its row's repo_error says why); 2 bad input (usage, missing or malformed suite); 3 the grader is
 not built, or some entry could not be graded (internal_error rows: see their judge.log).
 """
 
@@ -69,6 +79,7 @@ from .grade import (JUDGE_GRACE_S, GradeJob, JudgeSeat, add_sandbox_arguments, g
                     load_grader)
 from .gradebook import Student, flags_of, gradebook_rows, phase_totals, write_atomic, write_gradebook
 from .lms import Entry, discover
+from . import repos as repomod
 from .vocab import EXIT_BAD_INPUT, EXIT_INTERNAL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,6 +87,7 @@ REPO = Path(__file__).resolve().parents[2]
 # processes of a uid, so one submission's fork bomb must not use up another's allowance.
 SANDBOX_UID_BASE = 61000
 EXIT_OK = 0
+EXIT_REPOS_NOT_TAKEN = 1   # --repos: everything taken was graded, some repository could not be taken
 STAMP_VERSION = 1
 log = logging.getLogger(__name__)
 
@@ -396,7 +408,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="batch.py", description=__doc__.split("\n\n")[0],
                                      epilog=__doc__.split("\n\n", 2)[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("submissions", type=Path, help="folder with one entry (folder, .zip, .tar.gz) per student")
+    parser.add_argument("submissions", type=Path, nargs="?",
+                        help="folder with one entry (folder, .zip, .tar.gz) per student (or --repos)")
+    parser.add_argument("--repos", type=Path, help="file listing the students' git repositories (URL, NAME URL or "
+                        "NAME URL COMMIT a line): graded at --deadline instead of a folder")
+    parser.add_argument("--deadline", help="with --repos: ISO 8601 with an offset (2025-03-01T23:59:00-05:00); each "
+                        "repository is graded at its default branch's last first-parent commit at or before it "
+                        "(default: the tip)")
+    parser.add_argument("--clone-timeout", type=float, default=repomod.CLONE_TIMEOUT_S,
+                        help="with --repos: seconds per clone (default: %(default)s)")
+    parser.add_argument("--git-config", type=Path, help="with --repos: a git config file for the clones only "
+                        "(e.g. an http extraheader with a read token); never seen by the judge")
     parser.add_argument("--out", type=Path, required=True, help="output folder (created; reused by --resume)")
     parser.add_argument("--suite", type=Path, action="append", help="suite JSON (repeatable; default: testcases/public.json)")
     parser.add_argument("--hidden-suite", type=Path, action="append", default=[],
@@ -429,6 +451,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.formats = parse_formats(args.formats)
     except ValueError as exc:
         parser.error(str(exc))
+    if (args.submissions is None) == (args.repos is None):
+        parser.error("give either SUBMISSIONS_DIR or --repos FILE")
+    if args.repos is None and (args.deadline or args.git_config):
+        parser.error("--deadline and --git-config apply to --repos")
+    if args.deadline:
+        try:
+            args.deadline = repomod.parse_deadline(args.deadline)
+        except ValueError as exc:
+            parser.error(str(exc))
     if args.hidden_suite and not args.secret_file:
         parser.error("--hidden-suite needs --secret-file")
     if args.secret_file and not args.hidden_suite:
@@ -475,7 +506,15 @@ def main(argv: list[str] | None = None) -> int:
         log.error("%s", msg)
         return code
 
-    if not args.submissions.is_dir():
+    if args.repos is not None:
+        try:
+            specs = repomod.parse_repo_list(args.repos)
+        except repomod.RepoListError as exc:
+            return fail(EXIT_BAD_INPUT, str(exc))
+        if not specs:
+            return fail(EXIT_BAD_INPUT, f"{args.repos} lists no repository")
+        args.submissions = args.out / "submissions"
+    if args.repos is None and not args.submissions.is_dir():
         return fail(EXIT_BAD_INPUT, f"{args.submissions} is not a folder")
     for suite in [*args.suite, *args.hidden_suite]:
         if not suite.is_file():
@@ -499,8 +538,17 @@ def main(argv: list[str] | None = None) -> int:
         problem = preflight(judge, args, backend, Path(tmp))
     if problem:
         return fail(EXIT_BAD_INPUT, problem)
-    entries = discover(args.submissions, {args.out})
-    if not entries:
+    intakes: list[repomod.Intake] = []
+    if args.repos is not None:
+        intakes = repomod.take_class(specs, args.deadline, args.submissions, jobs=args.jobs,
+                                     clone_timeout=args.clone_timeout, git_config=args.git_config)
+        entries = [Entry(it.spec.name, args.submissions / it.spec.name, "folder", it.spec.name, "git", it.notes)
+                   for it in intakes if not it.error]
+        log.info("%d repositories: %d taken, %d not (%s)", len(intakes), len(entries), len(intakes) - len(entries),
+                 f"deadline {args.deadline.isoformat()}" if args.deadline else "default-branch tips")
+    else:
+        entries = discover(args.submissions, {args.out})
+    if not entries and not intakes:
         return fail(EXIT_BAD_INPUT, f"{args.submissions} holds no submissions")
     where = f"{len(gpus)} GPU(s) {','.join(gpus)}, {args.judges_per_gpu} judge(s) each" if gpus else \
         f"{args.judges_per_gpu} emulated judge(s)"
@@ -508,10 +556,23 @@ def main(argv: list[str] | None = None) -> int:
 
     started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     batch = Batch(args, toolchain, recipe, backend, gpus)
-    students = batch.run(entries)
+    if entries:
+        students = batch.run(entries)
+    else:   # no repository could be taken
+        students = []
+        shutil.rmtree(batch.private, ignore_errors=True)
+    # a repository that could not be taken: a row saying why, nothing graded
+    students += [Student(Entry(it.spec.name, args.submissions / it.spec.name, "repository", it.spec.name, "git"),
+                         args.out / "students" / it.spec.name, outcome="not_graded", error=it.error)
+                 for it in intakes if it.error]
     wall = time.monotonic() - batch.t0
 
     columns, rows = gradebook_rows(students, args.out, args.threshold)
+    if intakes:   # the repository columns go last: the folder batch's columns keep their places
+        by_name = {it.spec.name: it for it in intakes}
+        columns = [*columns, *repomod.GRADEBOOK_COLUMNS]
+        for row in rows:
+            row.update(by_name[row["student_id"]].columns())
     write_gradebook(args.out / "gradebook.csv", columns, rows)
     totals = phase_totals(students, len(gpus))
     record = {"started_at": started_at, "wall_s": round(wall, 3), "backend": backend, "gpus": gpus,
@@ -519,11 +580,15 @@ def main(argv: list[str] | None = None) -> int:
               "suites": [str(s) for s in args.suite], "hidden_suites": [str(s) for s in args.hidden_suite],
               "max_n": args.max_n, "budget_s": args.budget_s, "threshold": args.threshold,
               "stamp": batch.stamp_base, "phase_totals": totals,
+              **({"repos": {"list": str(args.repos.resolve()),
+                            "deadline": args.deadline.isoformat() if args.deadline else None,
+                            "repositories": [it.record() for it in intakes]}} if intakes else {}),
               "students": [st.record() for st in sorted(students, key=lambda s: s.entry.student_id)]}
     write_atomic(args.out / "batch.json", json.dumps(record, indent=1) + "\n")
     write_atomic(args.out / "report.html", render_report(students, record, columns, rows))
 
-    bad = [st for st in students if st.outcome != "graded"]
+    untaken = [it for it in intakes if it.error]
+    bad = [st for st in students if st.outcome != "graded" and st.entry.kind != "repository"]
     reused = sum(st.reused for st in students)
     log.info("%d submission(s) in %s (%d reused, %d not graded)", len(students), tqdm.format_interval(wall),
              reused, len(bad))
@@ -531,7 +596,9 @@ def main(argv: list[str] | None = None) -> int:
     log.info("%s", args.out / "report.html")
     for st in bad:
         log.info("NOT GRADED %s (%s): %s", st.entry.student_id, st.entry.raw_name, st.error or "internal error")
-    return EXIT_INTERNAL if bad else EXIT_OK
+    for it in untaken:
+        log.info("NOT TAKEN %s (%s): %s", it.spec.name, it.spec.url, it.error)
+    return EXIT_INTERNAL if bad else EXIT_REPOS_NOT_TAKEN if untaken else EXIT_OK
 
 
 if __name__ == "__main__":

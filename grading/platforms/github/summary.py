@@ -9,6 +9,8 @@ failing slots' files, and an exit status from a score threshold.
   file named by $GITHUB_STEP_SUMMARY (stdout when that is not set).
 - For each slot that did not get full marks, one `::error file=student/<slot>.cu[,line=L]::...` line
   on stdout (L: the first compile error's line, for a slot that did not compile).
+- --feedback TEXT: the summary starts with a "Feedback, not the grade" heading and TEXT (the student
+  feedback workflow: grading/platforms/github/feedback.py).
 - Non-visible cases (hidden suites) show no message, only that they did not pass (--show-hidden
   shows everything: instructors).
 
@@ -209,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
                                             "(default: $SCANGRADE_MIN_SCORE, else 1.0)")
     parser.add_argument("--summary", type=Path, help="Markdown file to append to (default: $GITHUB_STEP_SUMMARY, else stdout)")
     parser.add_argument("--show-hidden", action="store_true", help="show non-visible cases' ids and messages")
+    parser.add_argument("--feedback", metavar="TEXT", help="label the summary 'Feedback, not the grade' and add TEXT "
+                                                          "(the student feedback workflow)")
     args = parser.parse_args(argv)
     try:
         threshold = parse_threshold(args.min_score)
@@ -221,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
                 f.write(f"## ScanGrade: no results\n\n{exc}\n")
         return EXIT_BAD_INPUT
     text = render(results, threshold, args.show_hidden)
+    if args.feedback is not None:
+        text = f"# ScanGrade feedback, not the grade\n\n> {md_escape(args.feedback)}\n\n" + text
     target = summary_file(args.summary)
     if target is None:
         sys.stdout.write(text)

@@ -1,0 +1,341 @@
+"""Take a class's submissions from their git repositories: the repository list, the commit each student
+is graded at, and a submission folder holding only that commit's student/*.cu and student/*.cuh.
+
+batch.py --repos FILE [--deadline ISO-8601] uses it (README "Grading from students' repositories");
+it also runs alone:
+
+    PYTHONPATH=grading python3 -m scangrade.repos take --repos class.txt --deadline 2025-03-01T23:59:00-05:00 --out DIR
+    PYTHONPATH=grading python3 -m scangrade.repos pin  --repos class.txt > pinned.txt
+
+The list (FILE): one repository a line, blank lines and `#` comments allowed:
+
+    URL                     the student's name is the URL's last part, without .git
+    NAME URL                e.g. the list a GitHub Classroom assignment exports
+    NAME URL COMMIT         grade exactly COMMIT (a full or abbreviated sha), not the deadline rule
+
+Which commit is graded:
+
+  * COMMIT given (third column): that commit, whatever its date (the instructor's word: e.g. the
+    head of the last push before the deadline from GitHub's push events, or `pin` run at the deadline).
+    A commit no longer on any branch (force-pushed away) is fetched by its sha when the server allows it.
+  * else with a deadline: on the default branch (the remote's HEAD), walking the FIRST-PARENT chain
+    from the tip, the first commit whose COMMITTER date is at or before the deadline. First-parent:
+    the states the branch itself went through, never a commit of a side branch merged in later.
+    Committer date: a rebase or amend after the deadline renews it (the author date would not).
+  * else (no deadline): the tip of the default branch.
+
+Commit dates are written by the student's own git and can be forged (GIT_COMMITTER_DATE); the date
+rule trusts them. Where that matters, take push times from the platform and give the commit in the
+third column, or run `pin` at the deadline (it records each default branch's tip, `NAME URL SHA`, with
+`git ls-remote`: a fact about the server at that moment, not about dates).
+
+Only regular files directly in student/ whose names end in .cu or .cuh are exported (links,
+submodules, other folders and every other file are left out, and counted in the notes): a repository
+that rewrites grading/, the suites or the workflows changes nothing. Git never checks anything out
+(a bare clone; no hooks, filters or LFS run) and never asks for credentials (GIT_TERMINAL_PROMPT=0,
+no askpass, ssh in batch mode); every git command has a timeout. Only the transports file, git,
+http(s) and ssh are allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from .lms import MAX_ID, slug
+from .vocab import MAX_BYTES, MAX_FILES
+
+CLONE_TIMEOUT_S = 120
+GIT_TIMEOUT_S = 60
+EXPORTED_SUFFIXES = (".cu", ".cuh")
+SHA = re.compile(r"^[0-9a-fA-F]{7,64}$")
+
+# gradebook columns added by batch.py --repos (after the folder batch's own, so readers by name and
+# by position of the old columns see no change)
+GRADEBOOK_COLUMNS = ("repository", "commit", "commit_date", "commit_rule", "repo_error")
+
+
+class RepoListError(Exception):
+    """The repository list cannot be read; the message names the line."""
+
+
+@dataclass
+class RepoSpec:
+    name: str           # the student's id in the batch (safe as a folder name)
+    url: str
+    commit: str | None  # the third column, if any
+    line: int
+
+
+@dataclass
+class Intake:
+    """What was taken from one repository. error set: nothing usable (no clone, no commit)."""
+    spec: RepoSpec
+    folder: Path | None = None          # the submission folder (holds student/ when the commit has one)
+    commit: str = ""
+    commit_date: str = ""               # committer date, ISO 8601 with the committer's offset
+    rule: str = ""                      # deadline | list | tip
+    branch: str = ""
+    files: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str = ""                     # clone or commit problem: the student is not graded
+    layout_problem: str = ""            # the commit has no student/*.cu(h): graded as a layout_error
+
+    def columns(self) -> dict[str, str]:
+        return {"repository": self.spec.url, "commit": self.commit, "commit_date": self.commit_date,
+                "commit_rule": self.rule, "repo_error": self.error or self.layout_problem}
+
+    def record(self) -> dict:
+        return dict(self.columns(), name=self.spec.name, branch=self.branch, files=self.files, notes=self.notes)
+
+
+# --- the list ---------------------------------------------------------------------------------------
+
+def parse_deadline(text: str) -> datetime:
+    """ISO 8601 with a UTC offset or Z (a deadline without one is ambiguous: refused)."""
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"--deadline {text!r} is not ISO 8601 (e.g. 2025-03-01T23:59:00-05:00)") from None
+    if when.tzinfo is None:
+        raise ValueError(f"--deadline {text!r} has no UTC offset: add Z or e.g. -05:00")
+    return when
+
+
+def name_from_url(url: str) -> str:
+    tail = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return tail[:-4] if tail.endswith(".git") else tail
+
+
+def parse_repo_list(path: Path) -> list[RepoSpec]:
+    specs: list[RepoSpec] = []
+    seen: dict[str, int] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RepoListError(f"cannot read {path}: {exc}") from None
+    for i, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()     # a comment, whole-line or after the fields
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) == 1:
+            name, url, commit = name_from_url(parts[0]), parts[0], None
+        elif len(parts) in (2, 3):
+            name, url, commit = parts[0], parts[1], parts[2] if len(parts) == 3 else None
+        else:
+            raise RepoListError(f"{path}:{i}: expected URL, NAME URL or NAME URL COMMIT, got {len(parts)} fields")
+        if url.startswith("-") or "::" in url.split("/", 1)[0]:
+            raise RepoListError(f"{path}:{i}: {url!r} is not a repository URL")
+        if commit is not None and not SHA.match(commit):
+            raise RepoListError(f"{path}:{i}: the third field must be a commit sha, not {commit!r}")
+        sid = slug(name)
+        n = seen.get(sid, 0) + 1
+        seen[sid] = n
+        if n > 1:
+            sid = f"{sid[: MAX_ID - 4]}-{n}"
+        specs.append(RepoSpec(sid, url, commit, i))
+    return specs
+
+
+# --- git ------------------------------------------------------------------------------------------
+
+def git_env(git_config: Path | None = None) -> dict[str, str]:
+    """No prompt of any kind, no user or system configuration (only git_config, if given: e.g. an
+    http extraheader with a read token), only the plain transports."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="/bin/false", SSH_ASKPASS="/bin/false", GCM_INTERACTIVE="never",
+               GIT_SSH_COMMAND="ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new",
+               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=str(git_config) if git_config else os.devnull,
+               GIT_ALLOW_PROTOCOL="file:git:http:https:ssh", LC_ALL="C")
+    return env
+
+
+class GitError(Exception):
+    pass
+
+
+def git(args: list[str], env: dict[str, str], timeout: float = GIT_TIMEOUT_S, cwd: Path | None = None,
+        text: bool = True) -> str | bytes:
+    try:
+        r = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=text, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise GitError(f"git {args[0]}: no answer within {timeout:g} s") from None
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}") from None
+    if r.returncode != 0:
+        err = r.stderr if text else r.stderr.decode(errors="replace")
+        lines = [l.strip() for l in err.splitlines() if l.strip()]
+        raise GitError(f"git {args[0]} exited {r.returncode}: " + (" / ".join(lines[-3:]) or "no message"))
+    return r.stdout
+
+
+def choose_commit(repo: Path, spec: RepoSpec, deadline: datetime | None, env: dict[str, str],
+                  timeout: float) -> tuple[str, str, str, str]:
+    """(sha, committer date, rule, branch) per the module's rules; GitError when there is none."""
+    try:
+        branch = str(git(["symbolic-ref", "--short", "HEAD"], env, cwd=repo)).strip()
+    except GitError:
+        branch = ""
+    if spec.commit:
+        try:
+            sha = str(git(["rev-parse", "--verify", "--quiet", f"{spec.commit}^{{commit}}"], env, cwd=repo)).strip()
+        except GitError:   # not on any branch (force-pushed away): ask the server for it by its sha
+            try:
+                git(["fetch", "--quiet", "--no-tags", "origin", spec.commit], env, timeout, cwd=repo)
+                sha = str(git(["rev-parse", "--verify", "--quiet", f"{spec.commit}^{{commit}}"], env,
+                              cwd=repo)).strip()
+            except GitError as exc:
+                raise GitError(f"commit {spec.commit} from the list is not in the repository ({exc})") from None
+        date = str(git(["show", "-s", "--format=%cI", sha], env, cwd=repo)).strip()
+        return sha, date, "list", branch
+    try:
+        git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], env, cwd=repo)
+    except GitError:
+        raise GitError("the repository has no commits on its default branch") from None
+    if deadline is None:
+        sha, date = str(git(["show", "-s", "--format=%H %cI", "HEAD"], env, cwd=repo)).split()
+        return sha, date, "tip", branch
+    limit = deadline.timestamp()
+    out = str(git(["log", "--first-parent", "--format=%H %ct %cI", "HEAD"], env, timeout, cwd=repo))
+    for line in out.splitlines():
+        sha, ct, date = line.split()
+        if int(ct) <= limit:
+            return sha, date, "deadline", branch
+    raise GitError(f"no commit on {branch or 'the default branch'} (first-parent) at or before the deadline "
+                   f"{deadline.isoformat()}")
+
+
+def export_student(repo: Path, sha: str, dest: Path, env: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Write the commit's student/*.cu and student/*.cuh (regular files only) under dest/student/.
+    Returns (files written, notes)."""
+    listing = bytes(git(["ls-tree", "-r", "-z", "--full-tree", sha, "--", "student/"], env, cwd=repo, text=False))
+    files, skipped, total = [], [], 0
+    for item in listing.split(b"\0"):
+        if not item:
+            continue
+        meta, path_b = item.split(b"\t", 1)
+        mode, kind, blob = meta.decode().split()
+        path = PurePosixPath(path_b.decode("utf-8", errors="replace"))
+        direct = len(path.parts) == 2 and path.suffix in EXPORTED_SUFFIXES
+        if not direct or kind != "blob" or mode not in ("100644", "100755"):
+            skipped.append(str(path))
+            continue
+        if len(files) >= MAX_FILES:
+            skipped.append(str(path))
+            continue
+        data = bytes(git(["cat-file", "blob", blob], env, cwd=repo, text=False))
+        total += len(data)
+        if total > MAX_BYTES:
+            raise GitError(f"student/ at {sha[:12]} holds more than {MAX_BYTES} bytes of .cu/.cuh files")
+        target = dest / "student" / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        files.append(str(path))
+    notes = [f"left out (not a regular student/*.cu or *.cuh file): {', '.join(skipped[:10])}"
+             + (f" and {len(skipped) - 10} more" if len(skipped) > 10 else "")] if skipped else []
+    return files, notes
+
+
+def take_one(spec: RepoSpec, deadline: datetime | None, submissions: Path, work: Path,
+             clone_timeout: float = CLONE_TIMEOUT_S, git_config: Path | None = None) -> Intake:
+    """Clone (bare), choose the commit, export. The submission folder is rewritten from scratch, so an
+    unchanged commit gives a byte-identical folder (batch.py's resume then reuses the results)."""
+    intake = Intake(spec)
+    env = git_env(git_config)
+    folder = submissions / spec.name
+    shutil.rmtree(folder, ignore_errors=True)
+    clone = Path(tempfile.mkdtemp(prefix=f"{spec.name}-", dir=work)) / "repo.git"
+    try:
+        git(["clone", "--bare", "--quiet", "--no-tags", "--", spec.url, str(clone)], env, clone_timeout)
+        intake.commit, intake.commit_date, intake.rule, intake.branch = choose_commit(
+            clone, spec, deadline, env, clone_timeout)
+        folder.mkdir(parents=True)
+        intake.folder = folder
+        intake.files, intake.notes = export_student(clone, intake.commit, folder, env)
+        if not intake.files:
+            intake.layout_problem = f"commit {intake.commit[:12]} has no student/*.cu or student/*.cuh"
+    except GitError as exc:
+        intake.error = str(exc)
+        intake.folder = None
+        shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        shutil.rmtree(clone.parent, ignore_errors=True)
+    return intake
+
+
+def take_class(specs: list[RepoSpec], deadline: datetime | None, submissions: Path, jobs: int = 4,
+               clone_timeout: float = CLONE_TIMEOUT_S, git_config: Path | None = None) -> list[Intake]:
+    """Every repository of the list, a few clones at a time; submissions/ holds exactly their folders."""
+    submissions.mkdir(parents=True, exist_ok=True)
+    names = {s.name for s in specs}
+    for stale in submissions.iterdir():     # a student removed from the list is not graded again
+        if stale.name not in names:
+            shutil.rmtree(stale, ignore_errors=True) if stale.is_dir() else stale.unlink()
+    with tempfile.TemporaryDirectory(prefix="scangrade-clones-") as work, \
+            ThreadPoolExecutor(max(1, min(jobs, len(specs) or 1))) as pool:
+        return list(pool.map(lambda s: take_one(s, deadline, submissions, Path(work), clone_timeout, git_config),
+                             specs))
+
+
+def pin(specs: list[RepoSpec], git_config: Path | None = None, timeout: float = GIT_TIMEOUT_S) -> list[str]:
+    """`NAME URL SHA` lines: each default branch's tip on the server now (git ls-remote)."""
+    env, lines = git_env(git_config), []
+    for s in specs:
+        try:
+            out = str(git(["ls-remote", "--", s.url, "HEAD"], env, timeout))
+            sha = out.split()[0] if out.strip() else ""
+            lines.append(f"{s.name} {s.url} {sha}" if sha else f"# {s.name} {s.url}: no HEAD on the server")
+        except GitError as exc:
+            lines.append(f"# {s.name} {s.url}: {exc}")
+    return lines
+
+
+# --- command line ---------------------------------------------------------------------------------
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m scangrade.repos", description=__doc__.split("\n\n")[0],
+                                     epilog=__doc__.split("\n\n", 1)[1],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    take = sub.add_parser("take", help="clone and export every repository's student/ (what batch.py --repos grades)")
+    take.add_argument("--repos", type=Path, required=True)
+    take.add_argument("--deadline", help="ISO 8601 with an offset; default: each default branch's tip")
+    take.add_argument("--out", type=Path, required=True, help="folder for the submission folders")
+    take.add_argument("--clone-timeout", type=float, default=CLONE_TIMEOUT_S)
+    take.add_argument("--git-config", type=Path, help="git config file for the clones (e.g. a read token)")
+    pin_p = sub.add_parser("pin", help="print NAME URL SHA of each default branch's tip now (run it at the deadline)")
+    pin_p.add_argument("--repos", type=Path, required=True)
+    pin_p.add_argument("--git-config", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        specs = parse_repo_list(args.repos)
+        deadline = parse_deadline(args.deadline) if getattr(args, "deadline", None) else None
+    except (RepoListError, ValueError) as exc:
+        print(f"repos: error: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "pin":
+        print(f"# default-branch tips at {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
+        print("\n".join(pin(specs, args.git_config)))
+        return 0
+    bad = 0
+    for it in take_class(specs, deadline, args.out, clone_timeout=args.clone_timeout, git_config=args.git_config):
+        bad += bool(it.error)
+        print(f"{it.spec.name}: " + (f"ERROR {it.error}" if it.error else
+                                     f"{it.commit[:12]} {it.commit_date} ({it.rule}) {len(it.files)} file(s)"
+                                     + (f"; {it.layout_problem}" if it.layout_problem else "")))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
