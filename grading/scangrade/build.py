@@ -23,11 +23,18 @@ process, no secret, no reference solution. `#include "/path/to/secret"` finds no
 Files compile in parallel, each under a timeout. A slot file that fails is replaced by a generated
 not-implemented stub, so the other slots still link and are graded; a missing slot file gets the
 same stub. A helper .cu (not a slot file) that fails fails every slot. When the link fails, each
-slot is tried alone to find the culprit(s). build.json follows the `build` object of
-grading/results.schema.json:
+slot is tried alone to find the culprit(s).
+
+Policy (policy.py): a file that includes a CUB or Thrust header is not compiled, and every object that
+compiles is scanned with `nm` (library scans used or defined; definitions of harness, CUDA runtime,
+allocator or `main` symbols). A slot that breaks a rule is linked as a stub, like a slot that did not
+compile (nothing of it runs, so an interposer cannot reach the other slots), but it is not a failed
+slot: build.json names it in `policy_violations` with the evidence, the judge gives its cases
+policy_violation, and the status stays "ok" when nothing else went wrong. A helper that breaks a rule
+charges every slot present. build.json follows the `build` object of grading/results.schema.json:
 
     {"status": "ok"|"compile_error"|"layout_error", "log": STR, "warnings": N,
-     "missing_slots": [...], "failed_slots": [...], "seconds": S}
+     "missing_slots": [...], "failed_slots": [...], "policy_violations": {slot: evidence}, "seconds": S}
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import policy
 from .submission import Submission, load_submission
 from .vocab import SLOT_FILES, SLOTS
 
@@ -185,10 +193,13 @@ class Recipe:
     link: tuple[str, ...]
     rewrite: tuple[str, ...] | None = None  # emulate: argv prefix; called as <rewrite> IN.cu OUT.cpp
     confine: Confinement = Confinement()
+    nm: str = "nm"                        # binutils nm, for the policy's symbol scan
 
     @classmethod
     def from_toolchain(cls, toolchain: dict, backend: str, sandbox: str = "auto", bwrap: str = "bwrap") -> "Recipe":
         recipe = cls._for_backend(toolchain, backend)
+        if toolchain.get("nm"):
+            recipe = dataclasses.replace(recipe, nm=str(toolchain["nm"]))
         if sandbox == "off":
             return recipe
         launcher = toolchain.get("sandbox")
@@ -252,6 +263,8 @@ class Unit:
     slot: str | None            # None: helper file
     stub: bool = False
     run: Run | None = None
+    violations: list[policy.Violation] = field(default_factory=list)   # rules this file breaks
+    harness_error: str | None = None    # the policy scan itself failed (nm missing or broken)
 
     @property
     def ok(self) -> bool:
@@ -265,6 +278,7 @@ class BuildResult:
     warnings: int = 0
     missing_slots: list[str] = field(default_factory=list)
     failed_slots: list[str] = field(default_factory=list)
+    policy_violations: dict[str, str] = field(default_factory=dict)   # slot -> evidence
     seconds: float = 0.0
     worker: Path | None = None          # the linked worker, None when nothing linked
     harness_errors: list[str] = field(default_factory=list)  # the toolchain, not the submission, failed
@@ -272,7 +286,7 @@ class BuildResult:
     def to_json(self) -> dict:
         return {"status": self.status, "log": self.log, "warnings": self.warnings,
                 "missing_slots": self.missing_slots, "failed_slots": self.failed_slots,
-                "seconds": round(self.seconds, 3)}
+                "policy_violations": self.policy_violations, "seconds": round(self.seconds, 3)}
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -316,6 +330,12 @@ def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, time
     outputs: list[str] = []
     seconds = 0.0
     source = unit.source if unit.source.is_absolute() else cwd / unit.source
+    if not unit.stub:
+        # a library header is a policy violation, not a compile error (g++ may not compile it emulated)
+        unit.violations = policy.include_violations(source, include_dir, cwd)
+        if unit.violations:
+            unit.run = Run(0, "", 0.0)
+            return unit
     for cmd in recipe.compile_steps(unit.source, unit.obj, include_dir):
         r = run_tool(cmd, cwd, timeout, recipe.confine, [include_dir, source.parent], [unit.obj.parent])
         seconds += r.seconds
@@ -328,7 +348,26 @@ def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, time
             unit.run = Run(r.returncode, "".join(outputs), seconds)
             return unit
     unit.run = Run(0, "".join(outputs), seconds)
+    if not unit.stub:
+        try:
+            unit.violations = scan_object(recipe, unit.obj, cwd, timeout)
+        except ToolchainError as exc:
+            unit.harness_error = str(exc)
     return unit
+
+
+def scan_object(recipe: Recipe, obj: Path, cwd: Path, timeout: float) -> list[policy.Violation]:
+    """The symbol rules an object breaks (policy.py), read with `nm` in the sandbox. An object that is
+    not ELF (the tests' fake compilers write text) has no symbol table to read."""
+    if not policy.is_elf(obj):
+        return []
+    listings = []
+    for demangle in ([], ["-C"]):
+        r = run_tool([recipe.nm, *demangle, "-p", str(obj)], cwd, timeout, recipe.confine, [obj.parent], [])
+        if not r.ok:
+            raise ToolchainError(f"nm could not read {obj.name}: {r.output.strip()[:300]}")
+        listings.append(r.output)
+    return policy.symbol_violations(policy.parse_nm(*listings), recipe.backend)
 
 
 def _compile_all(recipe: Recipe, units: list[Unit], include_dir: Path, cwd: Path, jobs: int,
@@ -370,13 +409,25 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
     _compile_all(recipe, units, include_dir, root, jobs, timeout)
 
     stub_failures = [u for u in units if u.stub and not u.ok]
+    # policy: a slot's own violation, else a helper's (a helper is linked with every slot)
+    violations: dict[str, str] = {}
+    helper_violation = next((f"{u.display} (a helper file linked with every slot): {u.violations[0].evidence}"
+                             for u in units if u.slot is None and u.violations), None)
+    for u in units:
+        if u.slot is not None and not u.stub:
+            if u.violations:
+                violations[u.slot] = "; ".join(v.evidence for v in u.violations)
+            elif helper_violation:
+                violations[u.slot] = helper_violation
     helpers_failed = any(u.slot is None and not u.ok for u in units)
     failed = [u.slot for u in units if not u.stub and u.slot is not None and (not u.ok or helpers_failed)]
-    failed = [s for s in SLOTS if s in failed]
+    failed = [s for s in SLOTS if s in failed and s not in violations]
+    policy_stubbed = [s for s in SLOTS if s in violations]
 
-    # round 2: stubs for the slots that failed
+    # round 2: stubs for the slots that failed or broke a rule
     stubs = {u.slot: u for u in units if u.stub}
     extra = [_stub_unit(s, f"student/{SLOT_FILES[s]} did not compile", out) for s in failed]
+    extra += [_stub_unit(s, f"student/{SLOT_FILES[s]} breaks a rule of the assignment", out) for s in policy_stubbed]
     _compile_all(recipe, extra, include_dir, root, jobs, timeout)
     stubs.update({u.slot: u for u in extra})
     stub_failures += [u for u in extra if not u.ok]
@@ -393,12 +444,18 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
     if helpers_failed:
         sections.insert(0, "== a helper file did not compile: every slot fails ==\n")
     for u in units:
+        if u.violations:
+            sections.insert(0, f"== {u.display}: breaks a rule of the assignment (not linked) ==\n"
+                               + "".join(f"{v.evidence}\n" for v in u.violations))
+    for u in units:
         text = normalize_log(u.run.output if u.run else "")
         if u.ok and not u.stub and text.strip():
             sections.append(f"== {u.display}: warnings ==\n{text}")
 
     result = BuildResult(status="compile_error" if failed else "ok", warnings=warnings,
-                         missing_slots=list(sub.missing_slots), failed_slots=failed)
+                         missing_slots=list(sub.missing_slots), failed_slots=failed,
+                         policy_violations={s: violations[s] for s in policy_stubbed})
+    result.harness_errors += [u.harness_error for u in units if u.harness_error]
 
     if stub_failures:
         # the harness's own stub did not compile: the toolchain is broken, not the submission
@@ -411,8 +468,9 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
         return result
 
     # link: slots that compiled + helpers, stubs for the rest
-    good = {u.slot: u for u in units if not u.stub and u.slot is not None and u.ok and u.slot not in failed}
-    helpers = [u for u in units if u.slot is None] if not helpers_failed else []
+    good = {u.slot: u for u in units if not u.stub and u.slot is not None and u.ok and u.slot not in failed
+            and u.slot not in violations}
+    helpers = [u for u in units if u.slot is None] if not (helpers_failed or helper_violation) else []
     worker = out / "worker"
     linked = out / "obj" / "worker"   # the link writes only under obj/ (its sandbox's one writable folder)
 
