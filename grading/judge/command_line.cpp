@@ -18,7 +18,7 @@ std::string usage_text() {
   return R"(usage: scangrade_judge --worker BIN --out results.json --submission-name NAME
                       --submission-path PATH --backend gpu|emulate [--suite FILE]...
                       [--hidden-suite FILE (--secret S | --secret-file F)]... [--build-json FILE]
-                      [--budget-s 900] [--timeout-scale 1.0] [--sanitizer auto|off]
+                      [--budget-s 900] [--stop-after-timeouts 3] [--stop-after-crashes 0] [--timeout-scale 1.0] [--sanitizer auto|off]
                       [--compute-sanitizer PATH] [--only-slot SLOT] [--max-n N] [--log-limit 65536]
                       [--sandbox auto|require|off] [--bwrap PATH] [--sandbox-uid N]
                       [--gpu-lock FILE] [--baseline-cache FILE] [--verbose]
@@ -42,8 +42,16 @@ the student's code), checks each result against the CPU oracle and writes result
                           failed_slots, seconds}: copied to results.build; cases of failed_slots get
                           compile_error; layout_error (or compile_error without --worker) makes every
                           case compile_error and runs no worker
-  --budget-s S            wall-clock budget for the whole submission (default 900); once spent,
-                          remaining cases get timeout "submission time budget exhausted"
+  --budget-s S            wall-clock budget for the submission (default 900), shared out among the
+                          slots in proportion to their cases' deadlines: each slot's runs (functional,
+                          timed, compute-sanitizer) stop at its own share, so a slot that hangs
+                          costs no other slot anything; its cases past its share get timeout "slot
+                          time budget exhausted". The whole submission stops at 1.5 x S
+  --stop-after-timeouts K after K timeouts in a row in one slot, its remaining cases get timeout
+                          without running ("not run: the K previous cases of this slot timed out")
+                          (default 3; 0: never)
+  --stop-after-crashes K  the same for crashes (default 0: every case runs; a slot that crashes on
+                          small n may pass large n)
   --timeout-scale X       multiplies every deadline (default 1.0). Per-case deadline: the suite's
                           timeout_s, else gpu 10 s + 50 ns*n, emulate 20 s + 3 us*n
   --sanitizer auto|off    auto (default): on gpu, cases with a "sanitize" list that passed are run
@@ -154,6 +162,8 @@ Options parse_args(const std::vector<std::string>& args) {
     else if (a == "--secret-file") secret_file = value(i);
     else if (a == "--build-json") o.build_json = value(i);
     else if (a == "--budget-s") o.budget_s = number(i);
+    else if (a == "--stop-after-timeouts") o.stop_after_timeouts = count(i, "a count");
+    else if (a == "--stop-after-crashes") o.stop_after_crashes = count(i, "a count");
     else if (a == "--timeout-scale") o.timeout_scale = number(i);
     else if (a == "--compute-sanitizer") o.compute_sanitizer = value(i);
     else if (a == "--gpu-lock") {

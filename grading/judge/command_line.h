@@ -21,6 +21,8 @@ struct Options {
   std::optional<std::string> secret;
   std::string build_json;
   double budget_s = 900;
+  std::size_t stop_after_timeouts = 3;    // a slot's remaining cases are not run after this many timeouts in a row (0: never)
+  std::size_t stop_after_crashes = 0;     // likewise for crashes (0, the default: every case runs)
   double timeout_scale = 1.0;
   bool sanitizer = true;                  // --sanitizer auto|off
   std::string compute_sanitizer;          // explicit path; else looked up in PATH

@@ -1,4 +1,5 @@
 // The functional pass (passes.h): every case once through the worker, checked against the oracle.
+#include <map>
 #include <future>
 #include <iostream>
 
@@ -72,7 +73,7 @@ void Session::grade_typed(const Entry& e, const std::vector<T>& input, const std
     return;
   }
   bool capped = false;
-  const double deadline = cut_at_budget(case_deadline_s(e.c), capped);
+  const double deadline = cut_at_budget(case_deadline_s(e.c), capped, e.c.slot);
   const Exchange x = exchange(*worker_, cmd, deadline, capped, log_path_, [&gpu] { gpu.reset(); });
   gpu.reset();
   std::remove(input_path(dir_, k).c_str());
@@ -127,6 +128,36 @@ void Session::read_check_reply(const Entry& e, std::uint64_t k, const CheckReply
   }
 }
 
+namespace {
+
+/// The stop rule: after K timeouts (or crashes) in a row in one slot, its remaining cases take that
+/// status without running (each would wait out its deadline or start a fresh worker again).
+struct Streaks {
+  std::size_t max_timeouts, max_crashes;
+  std::map<Slot, std::pair<Status, std::size_t>> run;  // per slot: the status repeated, how often
+
+  void record(Slot slot, Status s) {
+    auto& [status, count] = run[slot];
+    count = (s == status) ? count + 1 : 1;
+    status = s;
+  }
+  Status status(Slot slot) const { return run.at(slot).first; }
+  /// "" while the slot's cases run; else why its next case does not
+  std::string stops(Slot slot) const {
+    const auto it = run.find(slot);
+    if (it == run.end()) return "";
+    const auto [status, count] = it->second;
+    const std::size_t limit = status == Status::Timeout ? max_timeouts : status == Status::Crash ? max_crashes : 0;
+    if (limit == 0 || count < limit) return "";
+    const std::string what = status == Status::Timeout ? "timed out" : "crashed";
+    return "not run: the " + std::to_string(limit) + " previous cases of this slot " + what +
+           " (a slot's remaining cases are not run after " + std::to_string(limit) + " in a row; the other slots are "
+           "graded as usual)";
+  }
+};
+
+}  // namespace
+
 double functional_pass(const Options& o, const Build& build, const std::string& not_run, Session* session,
                        const std::vector<Entry>& entries, std::vector<CaseResult>& results) {
   const auto runs = [&](const Entry& e) { return session && not_run.empty() && !build.verdict(e); };
@@ -138,6 +169,7 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     if (ahead_i < entries.size()) ahead = std::async(std::launch::async, make_case_data, std::cref(entries[ahead_i]));
   };
   const auto waited = [&] { return session ? session->lock_wait_s() : 0.0; };
+  Streaks streaks{o.stop_after_timeouts, o.stop_after_crashes};
   make_ahead(0);
   const auto start = Clock::now();
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -150,15 +182,19 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     } else if (!not_run.empty() || !session) {
       r.status = Status::InternalError;
       r.message = "not run: " + (not_run.empty() ? std::string("no worker") : not_run);
-    } else if (session->budget_exhausted()) {
+    } else if (session->budget_exhausted(e.c.slot)) {
       r.status = Status::Timeout;
-      r.message = "submission time budget exhausted";
+      r.message = session->budget_message(e.c.slot);
+    } else if (const std::string why = streaks.stops(e.c.slot); !why.empty()) {
+      r.status = streaks.status(e.c.slot);
+      r.message = why;
     } else {
       CaseData data = ahead_i == i ? ahead.get() : make_case_data(e);
       make_ahead(i + 1);
       r = session->grade(e, std::move(data));
     }
     r.duration_s = seconds_since(case_start) - (waited() - waited_before);
+    streaks.record(e.c.slot, r.status);
     if (!e.c.sanitize.empty() && r.sanitizer.is_null()) {
       // filled in by the sanitizer pass when it runs this case
       r.sanitizer = {{"tools", e.c.sanitize}, {"ran", false}, {"findings", json::array()}};

@@ -76,7 +76,10 @@ int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>
   if (!channel.empty()) {
     box.hand_over(channel);  // the sandbox uid's only writable place outside its private /tmp
     session = std::make_unique<Session>(o, channel, box.active() ? &box : nullptr);
-    session->set_budget(t0, o.budget_s);
+    std::vector<Entry> running;  // the budget is shared out among the cases that run
+    for (const Entry& e : entries)
+      if (!build.verdict(e)) running.push_back(e);
+    session->set_budget(t0, o.budget_s, running);
   }
   const bool gpu = o.backend == "gpu";
   std::string sanitizer_path;

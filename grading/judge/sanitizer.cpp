@@ -201,7 +201,7 @@ ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry
     }
     // racecheck costs about 20x: a generous deadline, cut at the budget
     bool capped = false;
-    const double deadline = cut_at_budget(20 * case_deadline_s(e->c) + 60 * o_.timeout_scale, capped);
+    const double deadline = cut_at_budget(20 * case_deadline_s(e->c) + 60 * o_.timeout_scale, capped, e->c.slot);
     // the GPU, shared, while the case runs under the tool (the wait is not the tool's cost)
     std::optional<GpuLock> gpu;
     const auto asked = Clock::now();

@@ -57,8 +57,35 @@ double Session::case_deadline_s(const Case& c) const {
   return base * o_.timeout_scale;
 }
 
-double Session::cut_at_budget(double deadline_s, bool& capped) const {
-  const double left = std::chrono::duration<double>(budget_end_ - Clock::now()).count();
+void Session::set_budget(Clock::time_point start, double budget_s, const std::vector<Entry>& entries) {
+  budget_end_ = start + seconds(kBudgetBackstop * budget_s);
+  std::map<Slot, double> weight;
+  double total = 0;
+  for (const Entry& e : entries) {
+    weight[e.c.slot] += case_deadline_s(e.c);
+    total += case_deadline_s(e.c);
+  }
+  for (const auto& [slot, w] : weight) slot_budget_s_[slot] = total > 0 ? budget_s * w / total : budget_s;
+}
+
+double Session::slot_left_s(Slot slot) const {
+  const auto share = slot_budget_s_.find(slot);
+  if (share == slot_budget_s_.end()) return std::numeric_limits<double>::infinity();
+  const auto spent = slot_spent_s_.find(slot);
+  return share->second - (spent == slot_spent_s_.end() ? 0.0 : spent->second);
+}
+
+std::string Session::budget_message(Slot slot) const {
+  if (budget_exhausted()) return "submission time budget exhausted";
+  const auto share = slot_budget_s_.find(slot);
+  return "slot time budget exhausted (this slot's share of --budget-s, " +
+         format_seconds(share == slot_budget_s_.end() ? 0.0 : share->second) +
+         " s, is spent: a hang in one slot costs no other slot anything)";
+}
+
+double Session::cut_at_budget(double deadline_s, bool& capped, std::optional<Slot> slot) const {
+  double left = std::chrono::duration<double>(budget_end_ - Clock::now()).count();
+  if (slot) left = std::min(left, slot_left_s(*slot));
   capped = left < deadline_s;
   return capped ? std::max(left, 0.0) : deadline_s;
 }
@@ -223,6 +250,15 @@ void Session::warm_spares() {
 
 Exchange Session::exchange(WorkerProcess& w, const Command& cmd, double deadline_s, bool budget_capped,
                            const std::string& log_path, const std::function<void()>& on_ran) {
+  const auto started = Clock::now();
+  Exchange x = exchange_once(w, cmd, deadline_s, budget_capped, log_path, on_ran);
+  slot_spent_s_[cmd.c.slot] += seconds_since(started);
+  if (x.kind == Exchange::Timeout && budget_capped) x.message = budget_message(cmd.c.slot);
+  return x;
+}
+
+Exchange Session::exchange_once(WorkerProcess& w, const Command& cmd, double deadline_s, bool budget_capped,
+                                const std::string& log_path, const std::function<void()>& on_ran) {
   Exchange x;
   const std::uintmax_t log_from = file_size_or_zero(log_path);
   const auto died = [&](const ExitInfo& end) {

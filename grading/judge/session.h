@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,6 +78,10 @@ struct Exchange {
   std::string message;
 };
 
+/// The whole submission stops at this multiple of --budget-s (each slot stops at its own share;
+/// worker starts and the compute-sanitizer pass take the rest).
+inline constexpr double kBudgetBackstop = 1.5;
+
 class Session {
  public:
   /// `sandbox` (may be null: no sandbox) contains every worker and compute-sanitizer run.
@@ -86,8 +92,14 @@ class Session {
   const std::optional<Hello>& hello() const { return hello_; }
   std::vector<std::string>& errors() { return errors_; }
 
-  void set_budget(Clock::time_point start, double budget_s) { budget_end_ = start + seconds(budget_s); }
+  /// The budget: each slot's share of `budget_s` in proportion to the deadlines of its cases in
+  /// `entries` (those that run); the whole submission stops at kBudgetBackstop x budget_s.
+  void set_budget(Clock::time_point start, double budget_s, const std::vector<Entry>& entries);
   bool budget_exhausted() const { return Clock::now() >= budget_end_; }
+  /// The slot's share is spent (or the whole budget is).
+  bool budget_exhausted(Slot slot) const { return budget_exhausted() || slot_left_s(slot) <= 0; }
+  /// What a case past its slot's share is told.
+  std::string budget_message(Slot slot) const;
   /// Seconds spent waiting for --gpu-lock, timing with it held exclusively, and preparing timed
   /// inputs on the device (GPU shared), so far.
   double lock_wait_s() const { return lock_wait_s_; }
@@ -133,8 +145,10 @@ class Session {
 
   /// A new command numbered k; prepare and time carry the input's case.
   Command command(Mode mode, const Entry& e);
-  /// `deadline_s` cut at what is left of the budget; `capped` says whether the budget cut it.
-  double cut_at_budget(double deadline_s, bool& capped) const;
+  /// `deadline_s` cut at what is left of the budget (of `slot`'s share, when given); `capped` says
+  /// whether the budget cut it.
+  double cut_at_budget(double deadline_s, bool& capped, std::optional<Slot> slot = std::nullopt) const;
+  double slot_left_s(Slot slot) const;
   /// Takes --gpu-lock (when given) in `mode` into `lock`; the wait is not the submission's time.
   /// Returns "" or what went wrong.
   std::string take_gpu(GpuLock::Mode mode, std::optional<GpuLock>& lock);
@@ -144,6 +158,8 @@ class Session {
   std::unique_ptr<WorkerProcess> start_worker(const std::vector<std::string>& argv, const std::string& log) const;
   /// Sends a command and waits for its reply (k and nonce checked, harness_error read).
   /// on_ran: called when the worker says the GPU part of the command is over ("stage": "ran").
+  Exchange exchange_once(WorkerProcess& w, const Command& command, double deadline_s, bool budget_capped,
+                         const std::string& log_path, const std::function<void()>& on_ran = {});
   Exchange exchange(WorkerProcess& w, const Command& command, double deadline_s, bool budget_capped,
                     const std::string& log_path, const std::function<void()>& on_ran = nullptr);
   /// Kills the worker after a crash, a timeout, a garbled reply or a broken CUDA context.
@@ -175,6 +191,7 @@ class Session {
   int failed_starts_ = 0;                   // consecutive workers that did not say hello
   std::optional<CaseResult> start_broken_;  // after two failed starts in a row: every later case
   Clock::time_point budget_end_ = Clock::time_point::max();
+  std::map<Slot, double> slot_budget_s_, slot_spent_s_;  // each slot's share and what its exchanges took
   double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0;
 };
 

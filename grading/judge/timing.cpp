@@ -106,7 +106,7 @@ void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_
   Command cmd = command(Mode::Time, e);
   cmd.baselines = cached_baselines(cache, key);
   bool capped = false;
-  const double deadline = cut_at_budget(4 * case_deadline_s(e.c) + 30 * o_.timeout_scale, capped);
+  const double deadline = cut_at_budget(4 * case_deadline_s(e.c) + 30 * o_.timeout_scale, capped, e.c.slot);
   const Exchange t = exchange(*worker_, cmd, deadline, capped, log_path_);
   if (t.kind != Exchange::Reply) {
     if (t.kind == Exchange::Harness) {  // the harness could not time a passing case: keep the pass

@@ -5,6 +5,7 @@
 //                    made-up timing with ratio_to_reference = --ratio (default 1)
 //   crash_on=K       SIGSEGV on command K (after printing a line on stderr)
 //   hang_on=K        sleeps forever on command K
+//   hang_slot=SLOT   sleeps forever on every check of that slot (a bonus slot that spins)
 //   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
 //   bad_stage[=K]    sends a stage line other than "ran" before its reply (on command K, or every)
 //   short_output[=K] writes an output file 4 bytes short while claiming the full size
@@ -47,6 +48,7 @@ namespace {
 struct Misbehaviour {
   std::string name = "ok";
   long k = -1;  // -1: every command
+  std::string slot;  // hang_slot
   bool on(const std::string& n, std::uint64_t cmd) const {
     return name == n && (k < 0 || static_cast<std::uint64_t>(k) == cmd);
   }
@@ -107,7 +109,8 @@ int main(int argc, char** argv) {
       const std::string m = next();
       const auto eq = m.find('=');
       mode.name = m.substr(0, eq);
-      if (eq != std::string::npos) mode.k = std::stol(m.substr(eq + 1));
+      if (eq != std::string::npos && mode.name == "hang_slot") mode.slot = m.substr(eq + 1);
+      else if (eq != std::string::npos) mode.k = std::stol(m.substr(eq + 1));
     }
   }
   if (!pid_dir.empty()) {
@@ -152,6 +155,7 @@ int main(int argc, char** argv) {
       raise(SIGSEGV);
     }
     if (mode.on("hang_on", k)) sleep_forever();
+    if (mode.name == "hang_slot" && cmd.mode == Mode::Check && name(cmd.c.slot) == mode.slot) sleep_forever();
     if (mode.on("exit_early", k)) return 0;
     if (mode.name == "garbage_stdout") {
       std::printf("PASS case %llu\n{\"k\": %llu, \"nonce\": \"%s\", \"status\": \"pass\"}\n",

@@ -139,16 +139,48 @@ TEST_F(Judge, EarlyExitIsACrashWithTheExitCode) {
   expect_no_process_left();
 }
 
-TEST_F(Judge, BudgetExhaustedTimesOutTheRest) {
+TEST_F(Judge, BudgetIsSharedOutSoAHangCostsOnlyItsOwnSlot) {
+  // the first case hangs: it times out at its slot's share of the 1.5 s, every other slot still passes
   const Result r = judge(worker("--mode hang_on=1"), "--budget-s 1.5");
   ASSERT_TRUE(r.written) << r.err;
   EXPECT_EQ(r.code, 1);
   expect_valid(r.results, dir_);
-  for (const json& c : r.results["cases"]) {
-    EXPECT_EQ(c["status"], "timeout") << c["id"];
-    EXPECT_TRUE(contains(c["message"], "submission time budget exhausted")) << c["message"];
-  }
+  const json& c = case_of(r.results, "hs.int32.n10");
+  EXPECT_EQ(c["status"], "timeout");
+  EXPECT_TRUE(contains(c["message"], "slot time budget exhausted")) << c["message"];
+  expect_others_pass(r.results, {"hs.int32.n10"});
   EXPECT_LT(r.seconds, 10);
+  expect_no_process_left();
+}
+
+TEST_F(Judge, AHangingBonusSlotCostsTheOtherSlotsNothing) {
+  // single_pass spins on every case and comes first; the slots after it keep full marks, and after
+  // three timeouts in a row its remaining cases are not run
+  std::string cases;
+  for (int i = 0; i < 5; ++i)
+    cases += R"({"id": "sp.int32.n)" + std::to_string(4000 + i) + R"(", "slot": "single_pass", "dtype": "int32",
+      "kind": "inclusive", "n": )" + std::to_string(4000 + i) + R"(, "values": "random", "seed": 9, "why": "spins",
+      "timeout_s": 0.5},)";
+  write_text(suite_, R"({"suite": "hangs", "version": 1, "cases": [)" + cases + R"(
+    {"id": "hs.int32.n10", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 10,
+     "values": "random", "seed": 1, "why": "small"},
+    {"id": "bl.float32.n100", "slot": "blelloch", "dtype": "float32", "kind": "exclusive", "n": 100,
+     "values": "random", "seed": 2, "why": "small"},
+    {"id": "hier.int32.n5000.excl", "slot": "hierarchical", "dtype": "int32", "kind": "exclusive", "n": 5000,
+     "values": "random", "seed": 3, "why": "multi-block"}]})");
+  const Result r = judge(worker("--mode hang_slot=single_pass"), "--budget-s 100");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 1);
+  expect_valid(r.results, dir_);
+  for (int i = 0; i < 5; ++i) {
+    const json& c = case_of(r.results, "sp.int32.n" + std::to_string(4000 + i));
+    EXPECT_EQ(c["status"], "timeout");
+    EXPECT_TRUE(contains(c["message"], i < 3 ? "no reply within" : "not run: the 3 previous cases of this slot timed out"))
+        << c["message"];
+  }
+  for (const char* slot : {"hillis_steele", "blelloch", "hierarchical"})
+    EXPECT_EQ(r.results["slots"][slot]["points"], r.results["slots"][slot]["max_points"]) << slot;
+  EXPECT_LT(r.seconds, 15);  // three deadlines, not five
   expect_no_process_left();
 }
 
