@@ -29,8 +29,8 @@ from .lms import Entry
 from .vocab import SLOTS
 
 COLORS = {"hillis_steele": "#4e79a7", "blelloch": "#f28e2b", "hierarchical": "#59a14f", "single_pass": "#b07aa1"}
-FLAG_COLORS = {"layout_error": "#8c564b", "compile_error": "#8c564b", "internal_error": "#d62728",
-               "not_implemented": "#7f7f7f"}
+FLAG_COLORS = {"layout_error": "#8c564b", "compile_error": "#8c564b", "policy_violation": "#e15759",
+               "internal_error": "#d62728", "not_implemented": "#7f7f7f"}
 PERF_BINS = [(0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 0.9), (0.9, 1.1), (1.1, 1.5), (1.5, 2.0),
              (2.0, float("inf"))]
 

@@ -35,7 +35,9 @@ EMULATED = "graded on the CPU emulation backend: no timings, no performance poin
 
 STATUS_TEXT = {
     "pass": "passed", "fail": "wrong values", "not_implemented": "not implemented", "crash": "crashed",
-    "timeout": "timed out", "compile_error": "did not compile", "out_of_bounds_write": "wrote out of bounds",
+    "timeout": "timed out", "compile_error": "did not compile",
+    "policy_violation": "broke a rule of the assignment (CUB/Thrust, harness or CUDA runtime symbols, main)",
+    "out_of_bounds_write": "wrote out of bounds",
     "input_modified": "modified its input", "leak": "leaked device memory", "race": "data race",
     "memory_error": "memory error", "internal_error": "grader internal error (not your fault: please report)",
 }

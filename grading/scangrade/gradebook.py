@@ -77,6 +77,8 @@ def flags_of(results: dict) -> list[str]:
     status = results["build"]["status"]
     if status in ("layout_error", "compile_error"):
         seen.add(status)
+    if results["build"].get("policy_violations"):
+        seen.add("policy_violation")
     for c in results["cases"]:
         if c["status"] != "pass" and not (status == "layout_error" and c["status"] == "compile_error"):
             seen.add(c["status"])

@@ -19,6 +19,7 @@ from .vocab import NOTED, SLOTS, slot_verdict
 
 HEADERS = ("slot", "passed", "points", "perf pts", "time", "GB/s", "× ref", "× CUB")
 NOT_COUNTED = {"pass"}
+WHOLE_SLOT = ("not_implemented", "compile_error", "policy_violation")   # statuses that stop a whole slot
 
 
 def largest_timed_case(results: dict, slot: str) -> dict | None:
@@ -27,9 +28,10 @@ def largest_timed_case(results: dict, slot: str) -> dict | None:
 
 
 def _passed_cell(info: dict) -> str:
-    """NOT IMPLEMENTED or COMPILE ERROR when that is every case's status, else passed/cases."""
+    """NOT IMPLEMENTED, COMPILE ERROR or POLICY VIOLATION when that is every case's status, else
+    passed/cases."""
     verdict = slot_verdict(info["statuses"])
-    if info["cases"] and verdict in ("not_implemented", "compile_error") \
+    if info["cases"] and verdict in WHOLE_SLOT \
             and info["statuses"][verdict] == info["cases"]:
         return verdict.replace("_", " ").upper()
     return f"{info['passed']}/{info['cases']}"
@@ -68,6 +70,8 @@ def notes(results: dict, results_path: Path | None = None) -> list[str]:
         out.append("missing (graded as not implemented): " + ", ".join(f"student/{s}.cu" for s in b["missing_slots"]))
     if b["failed_slots"]:
         out.append("did not compile: " + ", ".join(b["failed_slots"]))
+    for slot, evidence in (b.get("policy_violations") or {}).items():
+        out.append(f"policy violation (not linked, 0 points): student/{slot}.cu: {evidence}")
     if b.get("warnings"):
         out.append(f"compiler warnings: {b['warnings']}")
     counts: dict[str, int] = {}
@@ -81,7 +85,7 @@ def notes(results: dict, results_path: Path | None = None) -> list[str]:
         if not info:
             continue
         bad = {k: v for k, v in info["statuses"].items() if k not in NOT_COUNTED and v}
-        if bad and _passed_cell(info) not in ("NOT IMPLEMENTED", "COMPILE ERROR"):
+        if bad and _passed_cell(info) not in tuple(s.replace("_", " ").upper() for s in WHOLE_SLOT):
             out.append(f"{slot}: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in sorted(bad.items())))
     sp = results["sanitizer_pass"]
     out.append(f"sanitizer: {'ran' if sp['ran'] else 'not run'} ({sp['reason']})")

@@ -15,20 +15,20 @@ SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
 SLOT_FILES = {slot: f"{slot}.cu" for slot in SLOTS}
 
 # case statuses (results.json cases[].status)
-STATUSES = ("pass", "fail", "not_implemented", "crash", "timeout", "compile_error", "out_of_bounds_write",
-            "input_modified", "leak", "race", "memory_error", "internal_error")
+STATUSES = ("pass", "fail", "not_implemented", "crash", "timeout", "compile_error", "policy_violation",
+            "out_of_bounds_write", "input_modified", "leak", "race", "memory_error", "internal_error")
 
 # A slot's verdict: `pass` when every case of the slot passed, otherwise the first status present in
 # this order (harness faults first, then what stops a slot from running, then wrong results).
-VERDICT_ORDER = ("internal_error", "compile_error", "not_implemented", "timeout", "crash", "race", "memory_error",
-                 "out_of_bounds_write", "input_modified", "fail", "leak")
+VERDICT_ORDER = ("internal_error", "compile_error", "policy_violation", "not_implemented", "timeout", "crash", "race",
+                 "memory_error", "out_of_bounds_write", "input_modified", "fail", "leak")
 
 # A gradebook row's flags, in this order: build problems first, then case statuses, then harness faults.
-FLAG_ORDER = ("layout_error", "compile_error", "not_implemented", "crash", "timeout", "race", "memory_error",
+FLAG_ORDER = ("layout_error", "compile_error", "policy_violation", "not_implemented", "crash", "timeout", "race", "memory_error",
               "out_of_bounds_write", "input_modified", "fail", "leak", "internal_error")
 
 # statuses worth their own note line under the grade table (counted over all cases)
-NOTED = ("crash", "timeout", "out_of_bounds_write", "input_modified", "leak", "race", "memory_error",
+NOTED = ("policy_violation", "crash", "timeout", "out_of_bounds_write", "input_modified", "leak", "race", "memory_error",
          "internal_error")
 
 # Archives a submission may be (unpacked by submission.py); the names LMS exports carry.

@@ -132,6 +132,9 @@ def render(results: dict, threshold: float, show_hidden: bool = False) -> str:
         lines += ["", f"**Could not read the submission:** {md_escape(b['log'].strip())}"]
     if b.get("failed_slots"):
         lines += ["", "**Did not compile:** " + ", ".join(f"`student/{x}.cu`" for x in b["failed_slots"])]
+    for slot, evidence in (b.get("policy_violations") or {}).items():
+        lines += ["", f"**Breaks a rule of the assignment** (`student/{slot}.cu`, not linked, 0 points): "
+                      f"{md_escape(evidence)}"]
     if b.get("missing_slots"):
         lines += ["", "**Missing (graded as not implemented):** "
                   + ", ".join(f"`student/{x}.cu`" for x in b["missing_slots"])]
@@ -168,6 +171,13 @@ def compile_error_line(log: str, slot: str) -> int | None:
     return int(m.group(1) or m.group(2)) if m else None
 
 
+def policy_location(evidence: str, default: str) -> tuple[str, int | None]:
+    """The file (and line) a policy violation's evidence names: `student/x.cu:3 includes <thrust/...>`,
+    `student/helper.cu (a helper file ...)`, else the slot's own file."""
+    m = re.match(r"(student/[\w.+-]+)(?::(\d+))?", evidence)
+    return (m.group(1), int(m.group(2)) if m.group(2) else None) if m else (default, None)
+
+
 def annotations(results: dict, show_hidden: bool = False) -> list[str]:
     out = []
     for slot in SLOTS:
@@ -181,9 +191,13 @@ def annotations(results: dict, show_hidden: bool = False) -> list[str]:
         visible = [c for c in cases if c["visibility"] == "visible" or show_hidden]
         if visible and first_line(visible[0]["message"]):
             msg += f". First: {visible[0]['id']}: {first_line(visible[0]['message'])}"
-        props = f"file={escape_property(f'student/{slot}.cu')}"
-        line = compile_error_line(results["build"].get("log", ""), slot) \
-            if slot in results["build"].get("failed_slots", []) else None
+        file, line = f"student/{slot}.cu", None
+        evidence = (results["build"].get("policy_violations") or {}).get(slot)
+        if evidence is not None:
+            file, line = policy_location(evidence, file)
+        elif slot in results["build"].get("failed_slots", []):
+            line = compile_error_line(results["build"].get("log", ""), slot)
+        props = f"file={escape_property(file)}"
         if line is not None:
             props += f",line={line}"
         props += f",title={escape_property(f'ScanGrade: {slot}')}"
