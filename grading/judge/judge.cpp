@@ -36,6 +36,20 @@ std::vector<Entry> select_cases(const Options& o, const std::vector<LoadedSuite>
   return entries;
 }
 
+/// Removes the channels of judges that are gone (killed before they could remove their own).
+void sweep_stale_channels(const std::string& base) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("scangrade-", 0) != 0) continue;
+    const std::string rest = name.substr(10);
+    const std::size_t dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0 || rest.find_first_not_of("0123456789") != dash) continue;
+    const pid_t owner = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (kill(owner, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 /// The channel folder (0700 from mkdtemp), or "" with the reason in `errors`.
 std::string make_channel(const Options& o, std::vector<std::string>& errors) {
   if (access(o.worker.c_str(), X_OK) != 0) {
@@ -43,7 +57,10 @@ std::string make_channel(const Options& o, std::vector<std::string>& errors) {
                      " (harness fault: please report)");
     return "";
   }
-  std::string pattern = channel_base() + "/scangrade-XXXXXX";
+  sweep_stale_channels(channel_base());
+  // named after this judge: a judge that was killed before it could remove its channel is found
+  // (its pid is gone) and its channel removed by the next one
+  std::string pattern = channel_base() + "/scangrade-" + std::to_string(getpid()) + "-XXXXXX";
   if (mkdtemp(pattern.data()) == nullptr) {
     errors.push_back("cannot make the channel folder " + pattern + ": " + std::strerror(errno) +
                      " (harness fault: please report)");

@@ -257,6 +257,20 @@ TEST_F(Judge, BuildFilePolicyViolationOfAnUnknownSlotIsBadInput) {
   EXPECT_TRUE(contains(r.err, "policy_violations")) << r.err;
 }
 
+TEST_F(Judge, ChannelsOfJudgesThatAreGoneAreRemoved) {
+  const std::string base = dir_ + "/channels";
+  fs::create_directories(base + "/scangrade-999999-abcdef");            // a judge killed long ago
+  fs::create_directories(base + "/scangrade-1-live");                   // pid 1 is alive: kept
+  setenv("SCANGRADE_CHANNEL_DIR", base.c_str(), 1);
+  const Result r = judge(worker("--mode ok"), "");
+  unsetenv("SCANGRADE_CHANNEL_DIR");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_FALSE(fs::exists(base + "/scangrade-999999-abcdef"));
+  EXPECT_TRUE(fs::exists(base + "/scangrade-1-live"));
+  for (const auto& entry : fs::directory_iterator(base))  // its own channel is gone too
+    EXPECT_EQ(entry.path().filename(), "scangrade-1-live");
+}
+
 TEST_F(Judge, LayoutErrorRunsNoWorker) {
   write_text(dir_ + "/build.json", R"({"status": "layout_error", "log": "no student/ folder in the archive"})");
   const Result r = judge("", "--build-json " + quote(dir_ + "/build.json"));
