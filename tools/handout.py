@@ -22,6 +22,15 @@ Two builds from the same sources give identical bytes: sorted entries, one mtime
     python3 tools/handout.py --out scangrade-handout.tar.gz          from the working tree
     python3 tools/handout.py --out h.tar.gz --rev v1.0               from a commit (git)
     python3 tools/handout.py --list                                  print the file list only
+    python3 tools/handout.py --out h.tar.gz --grader-repo ORG/REPO --grader-ref v1.2
+                                       ships .github/workflows/feedback.yml (student feedback CI) pinned to that grader
+    python3 tools/handout.py --feedback-workflow feedback.yml --grader-repo ORG/REPO --grader-ref v1.2
+                                       writes only that workflow (for repositories made before)
+
+The feedback workflow (template tools/handout/feedback.yml) checks out the grader from ORG/REPO at REF,
+never from the student's repository, grades only student/*.cu and *.cuh with the public suite, and
+labels its summary "feedback, not the grade" (grading/platforms/README.md, "Student feedback
+workflow"). Without --grader-repo (or $SCANGRADE_GRADER_REPO) the handout ships no workflow.
 """
 
 from __future__ import annotations
@@ -31,7 +40,9 @@ import fnmatch
 import gzip
 import hashlib
 import io
+import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -66,6 +77,11 @@ GENERATED: dict[str, str] = {
 FORBIDDEN_TEXT = b"namespace scangrade::reference"
 # everything but reference/ and grading/ may ship (and no hidden suite); the emulator's tests solve slots
 FORBIDDEN_DIRS = ("reference/", "grading/", "harness/emulation/tests/")
+
+FEEDBACK_TEMPLATE = "feedback.yml"
+FEEDBACK_PATH = ".github/workflows/feedback.yml"
+GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+GIT_REF = re.compile(r"^[A-Za-z0-9_./-]+$")
 
 # tools/deps.sh installs the project's Python test requirements; the handout has none of them.
 DEPS_PIP_BLOCK_START = "# Python packages for the grader's tests"
@@ -173,7 +189,25 @@ def student_deps_sh(text: str) -> str:
     return "".join(lines[:start] + lines[end + 1:])
 
 
-def collect(source) -> list[Entry]:
+def feedback_workflow(grader_repo: str, grader_ref: str, runs_on: list[str] | None = None) -> str:
+    """The student feedback workflow, pinned to grader_repo at grader_ref (a tag or a commit sha: a
+    branch moves under the students' feet). runs_on: the default runner labels (ubuntu-latest)."""
+    if not GITHUB_REPO.match(grader_repo or ""):
+        raise HandoutError(f"--grader-repo must be OWNER/REPOSITORY on GitHub, not {grader_repo!r}")
+    if not GIT_REF.match(grader_ref or "") or grader_ref.startswith("-") or ".." in grader_ref:
+        raise HandoutError(f"--grader-ref must be a tag, branch or commit sha, not {grader_ref!r}")
+    labels = runs_on or ["ubuntu-latest"]
+    if not all(re.fullmatch(r"[A-Za-z0-9_.-]+", l) for l in labels):
+        raise HandoutError(f"--runs-on: runner labels are letters, digits, - _ . only: {labels}")
+    text = (TEMPLATES / FEEDBACK_TEMPLATE).read_text()
+    runs_json = json.dumps(labels[0] if len(labels) == 1 else labels, separators=(",", ":"))
+    for key, value in (("@GRADER_REPO@", grader_repo), ("@GRADER_REF@", grader_ref),
+                       ("@RUNS_ON_JSON@", runs_json), ("@RUNS_ON@", ", ".join(labels))):
+        text = text.replace(key, value)
+    return text
+
+
+def collect(source, feedback: str | None = None) -> list[Entry]:
     files = source.files()
     entries: dict[str, Entry] = {}
     for pattern, why in ALLOW:
@@ -190,6 +224,9 @@ def collect(source) -> list[Entry]:
         if not t.is_file():
             raise HandoutError(f"missing template {t}")
         entries[path] = Entry(path, t.read_bytes(), False, f"student version of {path} (tools/handout/{template})")
+    if feedback is not None:
+        entries[FEEDBACK_PATH] = Entry(FEEDBACK_PATH, feedback.encode(), False,
+                                       f"feedback CI, pinned grader (tools/handout/{FEEDBACK_TEMPLATE})")
     result = [entries[k] for k in sorted(entries)]
     verify(result)
     return result
@@ -263,11 +300,31 @@ def main(argv: list[str] | None = None) -> int:
                                                   "else HEAD's commit time, else 0)")
     parser.add_argument("--list", action="store_true", help="print the file list and write nothing")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary line")
+    parser.add_argument("--grader-repo", default=os.environ.get("SCANGRADE_GRADER_REPO") or None,
+                        help="OWNER/REPO of the grader the feedback workflow checks out (default: "
+                             "$SCANGRADE_GRADER_REPO; none: no workflow ships)")
+    parser.add_argument("--grader-ref", default=os.environ.get("SCANGRADE_GRADER_REF") or None,
+                        help="its tag or commit sha (default: $SCANGRADE_GRADER_REF)")
+    parser.add_argument("--runs-on", help="comma list of runner labels for the workflow's default "
+                                          "(e.g. self-hosted,linux,x64,gpu; default: ubuntu-latest)")
+    parser.add_argument("--feedback-workflow", type=Path, metavar="FILE",
+                        help="write only the feedback workflow to FILE (no tarball)")
     args = parser.parse_args(argv)
 
     try:
+        feedback = None
+        if args.grader_repo or args.grader_ref or args.feedback_workflow:
+            if not (args.grader_repo and args.grader_ref):
+                raise HandoutError("the feedback workflow needs both --grader-repo and --grader-ref")
+            feedback = feedback_workflow(args.grader_repo, args.grader_ref,
+                                         args.runs_on.split(",") if args.runs_on else None)
+        if args.feedback_workflow:
+            args.feedback_workflow.parent.mkdir(parents=True, exist_ok=True)
+            args.feedback_workflow.write_text(feedback)
+            print(f"handout: wrote {args.feedback_workflow} (grader {args.grader_repo} at {args.grader_ref})")
+            return 0
         source = GitRev(args.repo, args.rev) if args.rev else WorkTree(args.repo)
-        entries = collect(source)
+        entries = collect(source, feedback)
         mtime = args.mtime if args.mtime is not None else default_mtime(args.repo)
         if not args.quiet or args.list:
             width = max(len(e.path) for e in entries)
