@@ -572,7 +572,10 @@ def main(argv: list[str] | None = None) -> int:
         by_name = {it.spec.name: it for it in intakes}
         columns = [*columns, *repomod.GRADEBOOK_COLUMNS]
         for row in rows:
-            row.update(by_name[row["student_id"]].columns())
+            it = by_name[row["student_id"]]
+            row.update(it.columns())
+            if it.error:
+                row["run"] = "not_taken"
     write_gradebook(args.out / "gradebook.csv", columns, rows)
     totals = phase_totals(students, len(gpus))
     record = {"started_at": started_at, "wall_s": round(wall, 3), "backend": backend, "gpus": gpus,

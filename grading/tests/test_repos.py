@@ -314,11 +314,12 @@ def test_feedback_step_on_a_handout_repository(tmp_path):
     step = next(s for s in workflow["jobs"]["feedback"]["steps"] if s.get("id") == "grade")
     summary = tmp_path / "summary.md"
     step_env = {**workflow["jobs"]["feedback"]["env"], **step.get("env", {})}
-    env = dict(os.environ, **{k: str(v) for k, v in step_env.items() if "${{" not in str(v)},
-               GRADER_BUILD=str(REAL_BUILD), GRADE_BACKEND="emulate", MIN_SCORE="0", GITHUB_STEP_SUMMARY=str(summary),
-               PYTHONPATH=str(ws / "grader" / "grading"))
+    env = {**os.environ, **{k: str(v) for k, v in step_env.items() if "${{" not in str(v)}}
+    assert env["PYTHONPATH"] == "grader/grading" and env["GRADER_REPO"] == "course-org/scangrade-grader"
+    # what the runner provides, and the grader build the "Build the grader" step would have made
+    env.update(GRADER_BUILD=str(REAL_BUILD), GRADE_BACKEND="emulate", MIN_SCORE="0", GITHUB_STEP_SUMMARY=str(summary))
     r = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=ws, env=env, capture_output=True, text=True, timeout=300)
-    print(r.stdout[-3000:], r.stderr[-2000:])
+    print(r.stdout[-3000:], r.stderr[-2000:], summary.read_text() if summary.exists() else "", sep="\n")
     assert r.returncode == 0, r.stderr
     md = summary.read_text()
     assert md.startswith("# ScanGrade feedback, not the grade")
