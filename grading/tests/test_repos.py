@@ -327,3 +327,42 @@ def test_feedback_step_on_a_handout_repository(tmp_path):
     results = json.loads((ws / "feedback-results" / "results.json").read_text())
     assert [s["path"] for s in results["suites"]] == [str(REPO / "testcases" / "public.json")]
     assert results["slots"]["blelloch"]["statuses"].get("input_modified")
+
+
+# --- the instructor's workflow ----------------------------------------------------------------------------
+
+def test_grade_class_workflow_secrets_reach_only_files(tmp_path):
+    wf = yaml.safe_load((REPO / ".github" / "workflows" / "grade-class.yml").read_text())
+    triggers = wf[True] if True in wf else wf["on"]          # YAML 1.1 reads `on` as true
+    assert "schedule" in triggers and "deadline" in triggers["workflow_dispatch"]["inputs"]
+    job = wf["jobs"]["grade-class"]
+    assert job["runs-on"] == ["self-hosted", "linux", "x64", "gpu"] and wf["permissions"] == {"contents": "read"}
+    steps = {s.get("name"): s for s in job["steps"]}
+    secret_step, grade_step = steps["Secrets to files"], steps["Grade the class"]
+    # secrets appear only in the env of the step that writes them to files
+    for s in job["steps"]:
+        if s is not secret_step:
+            assert "secrets." not in json.dumps(s), s.get("name")
+    assert "--repos" in grade_step["run"] and "--sandbox require" in grade_step["run"]
+    assert any("gradebook.csv" in str(s.get("with", {}).get("path", "")) for s in job["steps"])
+    # run the step: files of mode 0600 in a 0700 folder, nothing printed, the flags name files only
+    secret, token = "s3cr3t-value-xyz", "ghp_tokenvalue123"
+    env = dict(os.environ, RUNNER_TEMP=str(tmp_path), HIDDEN_SUITE='{"suite": "hidden"}', SECRET=secret,
+               CLONE_TOKEN=token)
+    r = subprocess.run(["bash", "-e", "-c", secret_step["run"]], env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert secret not in r.stdout + r.stderr and token not in r.stdout + r.stderr
+    private = tmp_path / "scangrade-private"
+    assert private.stat().st_mode & 0o777 == 0o700
+    for name in ("hidden.json", "secret.txt", "gitconfig", "flags"):
+        assert (private / name).stat().st_mode & 0o777 == 0o600, name
+    assert (private / "secret.txt").read_text() == secret
+    flags = (private / "flags").read_text()
+    assert secret not in flags and token not in flags and "--git-config" in flags and "--secret-file" in flags
+    header = subprocess.run(["git", "config", "--file", str(private / "gitconfig"), "--get",
+                             "http.https://github.com/.extraheader"], capture_output=True, text=True).stdout
+    assert header.startswith("AUTHORIZATION: basic ") and token not in header   # base64 of x-access-token:TOKEN
+    # without any secret: no flags at all (not an empty argument)
+    r = subprocess.run(["bash", "-e", "-c", secret_step["run"]], env=dict(os.environ, RUNNER_TEMP=str(tmp_path)),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and (private / "flags").read_text() == ""
