@@ -45,6 +45,7 @@ CONTRACT_INLINE = frozenset({"ScanKind", "kHillisSteeleMaxN", "kBlellochMaxN", "
 LIBRARY_HEADERS = ("cub", "thrust")
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".inc")
 SYMBOL_SHOWN = 160   # characters of a demangled symbol quoted in the evidence
+SYMBOLS_SHOWN = 3    # symbols named per rule and verb
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])\s*([^>"]+?)\s*[>"]')
 _LIBRARY_NAME = re.compile(r"(?<![\w:])(?:cub|thrust|mgpu)::"
@@ -154,9 +155,16 @@ def symbol_violations(symbols: list[Symbol], backend: str) -> list[Violation]:
 
     violations = []
     for rule, hits in found.items():
-        verb, first = min(hits, key=lambda h: (len(h[1].demangled), h[1].demangled))
-        more = f" (and {len(hits) - 1} more such symbol{'s' if len(hits) > 2 else ''})" if len(hits) > 1 else ""
-        violations.append(Violation(rule, f"it {verb} `{_shown(first)}`{more}: {rule}"))
+        # the shortest names first (a Thrust call instantiates hundreds of long ones), at most SYMBOLS_SHOWN
+        hits = sorted(set(hits), key=lambda h: (len(h[1].demangled), h[1].demangled))
+        said = []
+        for verb in ("defines", "calls"):
+            names = [f"`{_shown(s)}`" for v, s in hits if v == verb][:SYMBOLS_SHOWN]
+            if names:
+                said.append(f"{verb} {', '.join(names)}")
+        more = len(hits) - sum(min(SYMBOLS_SHOWN, sum(1 for v, _ in hits if v == verb)) for verb in ("defines", "calls"))
+        tail = f" and {more} more such symbol{'s' if more > 1 else ''}" if more > 0 else ""
+        violations.append(Violation(rule, f"it {' and '.join(said)}{tail}: {rule}"))
     return violations
 
 
@@ -168,7 +176,7 @@ def _strip_comments(text: str) -> str:
 def include_violations(source: Path, student_dir: Path, display_root: Path) -> list[Violation]:
     """`#include <cub/...>` / `<thrust/...>` in a student source or a student/ header it includes."""
     seen: set[Path] = set()
-    found: list[Violation] = []
+    found: list[str] = []
     todo = [source]
     while todo:
         path = todo.pop(0)
@@ -192,8 +200,7 @@ def include_violations(source: Path, student_dir: Path, display_root: Path) -> l
             top = target.replace("\\", "/").split("/", 1)[0]
             if top in LIBRARY_HEADERS and "/" in target.replace("\\", "/"):
                 bracket = "<>" if m.group(1) == "<" else '""'
-                found.append(Violation(RULE_LIBRARY, f"{where}:{number} includes {bracket[0]}{target}{bracket[1]}: "
-                                                     f"{RULE_LIBRARY}"))
+                found.append(f"{where}:{number} includes {bracket[0]}{target}{bracket[1]}")
             elif m.group(1) == '"':
                 for base in (path.parent, student_dir):
                     candidate = (base / target)
@@ -204,7 +211,7 @@ def include_violations(source: Path, student_dir: Path, display_root: Path) -> l
                     if inside and candidate.is_file():
                         todo.append(candidate)
                         break
-    return found
+    return [Violation(RULE_LIBRARY, f"{', '.join(found)}: {RULE_LIBRARY}")] if found else []
 
 
 def is_elf(path: Path) -> bool:

@@ -237,3 +237,113 @@ def test_real_toolchain_builds_the_starter_files(tmp_path):
     assert doc["status"] == "ok", doc["log"]
     assert doc["failed_slots"] == [] and doc["missing_slots"] == []
     assert result.worker is not None and result.worker.exists()
+
+
+# --- policy: the gallery's policy entries and known-correct entries, both recipes --------------------
+
+GALLERY = REPO / "grading" / "gallery"
+CORRECT_ENTRIES = sorted(p.name for p in GALLERY.glob("correct_*"))
+POLICY_ENTRIES = sorted(p.name for p in GALLERY.glob("policy_*"))
+
+
+def expected_policy(entry: str) -> tuple[str, list[str]]:
+    """The slot a policy entry's expected.json charges, and the pieces its evidence must hold (in order)."""
+    from scangrade import policy
+    spec = json.loads((GALLERY / entry / "expected.json").read_text())
+    slots = [s for s, v in spec["verdicts"].items() if v == "policy_violation"]
+    assert spec["kind"] == "policy" and len(slots) == 1, spec
+    pieces = {
+        "policy_thrust_scan": ["student/hierarchical.cu:5 includes <thrust/execution_policy.h>, "
+                               "student/hierarchical.cu:6 includes <thrust/scan.h>: " + policy.RULE_LIBRARY],
+        "policy_cub_scan": ["student/hierarchical.cu:5 includes <cub/device/device_scan.cuh>: " + policy.RULE_LIBRARY],
+        "policy_defines_cuda_malloc": ["student/alloc_hooks.cu (a helper file linked with every slot): it defines `cudaFree",
+                                       "`cudaMalloc", ": " + policy.RULE_RUNTIME],
+        "policy_defines_harness_symbol": ["it defines `scangrade::", "tracked_device_bytes()", ": " + policy.RULE_HARNESS],
+        "policy_defines_main": ["it defines `main`: " + policy.RULE_MAIN],
+    }[entry]
+    return slots[0], pieces
+
+
+def assert_policy_build(doc: dict, entry: str) -> None:
+    slot, pieces = expected_policy(entry)
+    assert doc["status"] == "ok", doc["log"]
+    assert doc["failed_slots"] == []
+    assert list(doc["policy_violations"]) == [slot], doc["policy_violations"]
+    evidence = doc["policy_violations"][slot]
+    at = 0
+    for piece in pieces:
+        found = evidence.find(piece, at)
+        assert found >= 0, f"{piece!r} not in {evidence!r}"
+        at = found + len(piece)
+    if entry == "policy_defines_harness_symbol":
+        assert "bytes_in_use()" in evidence and "pool_bytes_in_use()" in evidence
+    assert "breaks a rule of the assignment (not linked)" in doc["log"]
+
+
+def gallery_submission(tmp_path, entry):
+    import shutil
+    root = tmp_path / entry
+    shutil.copytree(GALLERY / entry / "student", root / "student")
+    return root
+
+
+emulate_toolchain = pytest.mark.skipif(
+    not REAL_TOOLCHAIN.is_file() or "emulate" not in json.loads(REAL_TOOLCHAIN.read_text()),
+    reason="the real toolchain.json with the emulation backend is not built (run `make`)")
+
+
+@emulate_toolchain
+@pytest.mark.parametrize("entry", POLICY_ENTRIES)
+def test_emulate_policy_entries_get_their_evidence(tmp_path, entry):
+    result, doc = run_build(gallery_submission(tmp_path, entry), REAL_TOOLCHAIN.parent.parent, tmp_path / "out",
+                            backend="emulate", jobs=2)
+    assert_policy_build(doc, entry)
+    slot, _ = expected_policy(entry)
+    stub = (tmp_path / "out" / "stubs" / f"{slot}.cu").read_text()
+    assert "breaks a rule of the assignment" in stub, "the violating slot is linked as a stub"
+    assert result.worker is not None and result.worker.exists()
+
+
+@emulate_toolchain
+@pytest.mark.parametrize("entry", CORRECT_ENTRIES)
+def test_emulate_correct_entries_break_no_rule(tmp_path, entry):
+    _, doc = run_build(gallery_submission(tmp_path, entry), REAL_TOOLCHAIN.parent.parent, tmp_path / "out",
+                       backend="emulate", jobs=2)
+    assert doc["status"] == "ok" and doc["policy_violations"] == {}, doc
+
+
+@needs_nvcc
+@pytest.mark.parametrize("entry", POLICY_ENTRIES)
+def test_nvcc_policy_entries_get_their_evidence(tmp_path, nvcc_build_dir, entry):
+    result, doc = run_build(gallery_submission(tmp_path, entry), nvcc_build_dir, tmp_path / "out", jobs=2)
+    assert_policy_build(doc, entry)
+    # the worker links (the helper's cudaMalloc is not in it) and the violating slot is a stub
+    run = subprocess.run([str(result.worker)], capture_output=True, text=True, timeout=60)
+    slot, _ = expected_policy(entry)
+    assert f"{slot} not_implemented" in run.stdout.splitlines(), run.stdout + run.stderr
+
+
+@needs_nvcc
+@pytest.mark.parametrize("entry", CORRECT_ENTRIES)
+def test_nvcc_correct_entries_break_no_rule(tmp_path, nvcc_build_dir, entry):
+    _, doc = run_build(gallery_submission(tmp_path, entry), nvcc_build_dir, tmp_path / "out", jobs=2)
+    assert doc["status"] == "ok" and doc["policy_violations"] == {}, doc
+
+
+def test_policy_violation_is_not_a_failed_slot_and_a_helper_charges_every_slot(tmp_path, fake_build_dir):
+    files = {f"student/{s}.cu": GOOD for s in SLOTS}
+    files["student/blelloch.cu"] = "#include <thrust/scan.h>\n  SYNTAX_ERROR\n"   # policy wins over the error
+    sub = make_submission(tmp_path / "s", files)
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert doc["status"] == "ok" and doc["failed_slots"] == []
+    assert doc["policy_violations"] == {"blelloch": "student/blelloch.cu:1 includes <thrust/scan.h>: CUB and Thrust "
+                                                    "(and other library scans) are not allowed in this assignment"}
+    assert result.worker is not None
+    files["student/util.cu"] = "// a helper\n#include <cub/cub.cuh>\n"
+    files["student/blelloch.cu"] = "  SYNTAX_ERROR\n"
+    sub = make_submission(tmp_path / "s2", files)
+    _, doc = run_build(sub, fake_build_dir, tmp_path / "out2")
+    assert doc["status"] == "ok", "every slot present is charged the helper's violation, none failed"
+    assert sorted(doc["policy_violations"]) == sorted(SLOTS)
+    assert all(v.startswith("student/util.cu (a helper file linked with every slot): student/util.cu:2 includes "
+                            "<cub/cub.cuh>") for v in doc["policy_violations"].values())

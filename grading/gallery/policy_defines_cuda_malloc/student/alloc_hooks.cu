@@ -5,6 +5,9 @@
 
 #include <cstddef>
 
-// the runtime header declared them (with C linkage on the GPU): these definitions replace the runtime's
+// the runtime header declared them (with C linkage on the GPU): these definitions replace the runtime's.
+// Host pass only: nvcc's device pass sees the device runtime's own inline cudaMalloc/cudaFree.
+#ifndef __CUDA_ARCH__
 cudaError_t cudaMalloc(void** ptr, std::size_t size) { return cudaMallocAsync(ptr, size, nullptr); }
 cudaError_t cudaFree(void* ptr) { return cudaFreeAsync(ptr, nullptr); }
+#endif
