@@ -44,6 +44,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -198,8 +199,8 @@ class Recipe:
     @classmethod
     def from_toolchain(cls, toolchain: dict, backend: str, sandbox: str = "auto", bwrap: str = "bwrap") -> "Recipe":
         recipe = cls._for_backend(toolchain, backend)
-        if toolchain.get("nm"):
-            recipe = dataclasses.replace(recipe, nm=str(toolchain["nm"]))
+        # an absolute path: the sandbox launcher runs a command without searching PATH
+        recipe = dataclasses.replace(recipe, nm=str(toolchain.get("nm") or shutil.which("nm") or "nm"))
         if sandbox == "off":
             return recipe
         launcher = toolchain.get("sandbox")

@@ -316,6 +316,7 @@ def test_emulate_correct_entries_break_no_rule(tmp_path, entry):
 @pytest.mark.parametrize("entry", POLICY_ENTRIES)
 def test_nvcc_policy_entries_get_their_evidence(tmp_path, nvcc_build_dir, entry):
     result, doc = run_build(gallery_submission(tmp_path, entry), nvcc_build_dir, tmp_path / "out", jobs=2)
+    assert result.harness_errors == []
     assert_policy_build(doc, entry)
     # the worker links (the helper's cudaMalloc is not in it) and the violating slot is a stub
     run = subprocess.run([str(result.worker)], capture_output=True, text=True, timeout=60)
