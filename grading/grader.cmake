@@ -20,7 +20,8 @@ target_link_libraries(scangrade_alloc_tracker_obj PRIVATE scangrade_core CUDA::c
 add_library(scangrade_worker_main STATIC
   ${SCANGRADE_PROTOCOL_SOURCES}
   ${SCANGRADE_WORKER_DIR}/worker_main.cpp
-  ${SCANGRADE_WORKER_DIR}/worker_timing.cpp)
+  ${SCANGRADE_WORKER_DIR}/worker_timing.cpp
+  ${SCANGRADE_WORKER_DIR}/output_check.cu)
 target_include_directories(scangrade_worker_main PRIVATE ${SCANGRADE_PROTOCOL_DIR})
 target_compile_definitions(scangrade_worker_main PRIVATE SCANGRADE_WORKER_TIMING=1)
 target_link_libraries(scangrade_worker_main

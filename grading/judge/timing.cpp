@@ -125,6 +125,13 @@ void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_
     garbled(r, ex.what());
     return;
   }
+  if (!reply.wrong_output.empty()) {
+    r.status = Status::Fail;
+    r.message = "the case passed, but a timed call did not compute its result: " + reply.wrong_output +
+                ". Results must be computed on every call: the timed calls get fresh, poisoned output buffers at "
+                "alternating addresses, and a slot that returns a remembered result is not timed";
+    return;
+  }
   if (!reply.error.empty()) {
     r.status = Status::Crash;
     r.message = "the case passed, then failed during the timed repetitions: " + reply.error;

@@ -150,6 +150,7 @@ void to_json(json& j, const CheckReply& m) {
   put_header(j, m);
   j["not_implemented"] = m.not_implemented;
   j["race"] = m.race;
+  if (!m.not_recomputed.empty()) j["not_recomputed"] = m.not_recomputed;
   j["leaked_bytes"] = m.leaked_bytes;
   j["leak_detail"] = m.leak_detail;
   j["out_bytes"] = m.out_bytes;
@@ -171,6 +172,11 @@ void from_json(const json& j, CheckReply& m) {
   if (const json* race = f.find("race")) {  // emulation workers only
     if (!race->is_string()) throw MessageError("field 'race' is not a string");
     m.race = race->get<std::string>();
+  }
+  m.not_recomputed.clear();
+  if (const json* stale = f.find("not_recomputed")) {  // emulation workers only
+    if (!stale->is_string()) throw MessageError("field 'not_recomputed' is not a string");
+    m.not_recomputed = stale->get<std::string>();
   }
 }
 
@@ -219,6 +225,7 @@ void to_json(json& j, const TimeReply& m) {
   j = json::object();
   put_header(j, m);
   j["timing"] = m.timing ? json(*m.timing) : json(nullptr);
+  if (!m.wrong_output.empty()) j["wrong_output"] = m.wrong_output;
   if (m.baselines) {
     j["baselines"] = *m.baselines;
     j["baselines"]["measured"] = m.measured;
@@ -235,7 +242,10 @@ void from_json(const json& j, TimeReply& m) {
   m.timing.reset();
   m.baselines.reset();
   m.measured = false;
-  if (!m.error.empty()) return;
+  const json* wrong = f.find("wrong_output");
+  if (wrong && !wrong->is_string()) throw MessageError("a field of the timing reply is not of its type");
+  m.wrong_output = wrong ? wrong->get<std::string>() : "";
+  if (!m.error.empty() || !m.wrong_output.empty()) return;
   try {
     m.timing = j["timing"].get<Timing>();
   } catch (const MessageError&) {

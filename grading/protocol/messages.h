@@ -75,6 +75,7 @@ struct CheckReply : ReplyHeader {
   std::string leak_detail;
   std::uint64_t out_bytes = 0;
   std::string race;  // emulation workers: non-empty when the thread orders' results differ
+  std::string not_recomputed;  // emulation workers: a repeated call left the result unwritten
 };
 
 /// Copies the fields a run record (check.h) and a CheckReply share, either way: the worker puts
@@ -88,6 +89,7 @@ void copy_run(const From& from, To& to) {
   to.leaked_bytes = from.leaked_bytes;
   to.leak_detail = from.leak_detail;
   to.race = from.race;
+  to.not_recomputed = from.not_recomputed;
 }
 
 /// The reply to "prepare": whether the input now waits on the device.
@@ -107,6 +109,7 @@ struct Timing {
 /// The reply to "time". Decoding: "error" and "timing" must be there; the timing object is read
 /// only when error is empty; baselines are kept only when well-formed (they only feed a cache).
 struct TimeReply : ReplyHeader {
+  std::string wrong_output;            // a timed call's output was not the checked result ("" when all were)
   std::optional<Timing> timing;
   std::optional<Baselines> baselines;  // the ones the timing used
   bool measured = false;               // measured now (not taken from the command)

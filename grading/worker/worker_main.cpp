@@ -26,7 +26,9 @@
 
 #include "messages.h"
 #include "protocol.h"
+#include "scangrade/check.h"
 #include "scangrade/device_run.h"
+#include "scangrade/oracle.h"
 #ifdef SCANGRADE_EMULATED
 #include "scangrade/emulated_run.h"
 #endif
@@ -95,8 +97,44 @@ bool check(const std::string& dir, const Command& c, CheckReply& r) {
 }
 
 #ifdef SCANGRADE_WORKER_TIMING
-/// Inputs made and copied to the device ahead of their "time" command ("prepare"), by case.
-std::map<std::string, void*> g_prepared;
+/// A timed case's input and the acceptance band of its output (check.h), on the device.
+struct Prepared {
+  void* input = nullptr;
+  void* lo = nullptr;
+  void* hi = nullptr;
+  void release() {
+    for (void* p : {input, lo, hi}) cudaFree(p);
+    input = lo = hi = nullptr;
+  }
+};
+
+/// Timed cases made and copied to the device ahead of their "time" command ("prepare"), by case.
+std::map<std::string, Prepared> g_prepared;
+
+/// Makes the case's input, the oracle's result and its band, and copies input and band to the
+/// device. False when there is no room on the device (out of memory is not sticky); throws when a
+/// copy fails.
+template <typename T>
+bool make_on_device(const Case& c, Prepared& p) {
+  const std::vector<T> input = make_input<T>(c);
+  const Band<T> band = acceptance_band(input, c.kind, oracle_scan(input, c.kind));
+  const std::size_t bytes = input.size() * sizeof(T) + 1;
+  for (void** d : {&p.input, &p.lo, &p.hi})
+    if (cudaMalloc(d, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      p.release();
+      return false;
+    }
+  cudaError_t err = cudaMemcpy(p.input, input.data(), bytes - 1, cudaMemcpyHostToDevice);
+  if (err == cudaSuccess) err = cudaMemcpy(p.lo, band.lo.data(), bytes - 1, cudaMemcpyHostToDevice);
+  if (err == cudaSuccess) err = cudaMemcpy(p.hi, band.hi.data(), bytes - 1, cudaMemcpyHostToDevice);
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) {
+    p.release();
+    throw std::runtime_error(std::string("copying a timed case to the device: ") + cudaGetErrorString(err));
+  }
+  return true;
+}
 
 std::string prepared_key(const Command& c) {
   return c.c.id + " " + std::string(name(c.c.dtype)) + " " + std::to_string(c.c.n) + " " +
@@ -115,19 +153,9 @@ void prepare(const Command& c, PrepareReply& r) {
     r.prepared = true;
     return;
   }
-  const std::vector<T> input = make_input<T>(c.c);
-  void* d = nullptr;
-  if (cudaMalloc(&d, input.size() * sizeof(T) + 1) != cudaSuccess) {
-    cudaGetLastError();  // out of memory is not sticky
-    return;
-  }
-  cudaError_t err = cudaMemcpy(d, input.data(), input.size() * sizeof(T), cudaMemcpyHostToDevice);
-  if (err == cudaSuccess) err = cudaDeviceSynchronize();
-  if (err != cudaSuccess) {
-    cudaFree(d);
-    throw std::runtime_error(std::string("copying a timed input to the device: ") + cudaGetErrorString(err));
-  }
-  g_prepared[key] = d;
+  Prepared p;
+  if (!make_on_device<T>(c.c, p)) return;
+  g_prepared[key] = p;
   r.prepared = true;
 #else
   (void)c;
@@ -139,23 +167,24 @@ void prepare(const Command& c, PrepareReply& r) {
 template <typename T>
 bool time(const Command& c, TimeReply& r) {
 #ifdef SCANGRADE_WORKER_TIMING
-  std::vector<T> host;
-  const T* input = nullptr;
+  Prepared p;
   const auto found = g_prepared.find(prepared_key(c));
-  const bool on_device = found != g_prepared.end();
-  if (on_device) {
-    input = static_cast<const T*>(found->second);
-  } else {
-    host = make_input<T>(c.c);
-    input = host.data();
+  if (found != g_prepared.end()) {
+    p = found->second;
+    g_prepared.erase(found);
+  } else if (!make_on_device<T>(c.c, p)) {
+    throw std::runtime_error("no room on the device for the timed case");
   }
   const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.c.slot, c.c.kind);
   bool go_on = true;
   try {
     Baselines used;
-    r.timing = time_slot<T>(fn, c.c.slot, c.c.kind, input, c.c.n, on_device, c.baselines, used);
+    const DeviceBand<T> band{static_cast<const T*>(p.lo), static_cast<const T*>(p.hi)};
+    r.timing = time_slot<T>(fn, c.c.slot, c.c.kind, static_cast<const T*>(p.input), c.c.n, true, band, c.baselines, used);
     r.baselines = used;
     r.measured = !c.baselines.has_value();
+  } catch (const WrongTimedOutput& e) {
+    r.wrong_output = e.what();
   } catch (const StudentFault& e) {
     r.error = e.what();
     cudaGetLastError();
@@ -163,10 +192,7 @@ bool time(const Command& c, TimeReply& r) {
     r.context_broken = broken;
     go_on = !broken;
   }
-  if (on_device) {
-    cudaFree(found->second);
-    g_prepared.erase(found);
-  }
+  p.release();
   return go_on;
 #else
   (void)c;

@@ -5,6 +5,11 @@
 //     (a fresh input each time, whatever the previous call did to its buffers);
 //   * before every repetition the L2 cache is flushed: cudaMemsetAsync over a buffer of
 //     2 x L2 size (nothing of the input or output is left in L2);
+//   * before every call the output is poisoned (0xFF bytes: NaN, -1), and calls alternate between
+//     two input/output address pairs, so that no call can find its result already in place;
+//   * every call of the student's (warm-ups too) is checked on the device against the case's
+//     acceptance band (check.h) before its time counts: a call that returned a remembered result
+//     fails the case ("results must be computed on every call");
 //   * 3 warm-up calls (module load, first-touch allocations, pool growth), not counted;
 //   * each repetition: cudaDeviceSynchronize, CUDA event on the stream, the call, event, then
 //     cudaDeviceSynchronize; the event time is the measurement. A host clock bounded by the two
@@ -25,6 +30,7 @@
 
 #include <cuda_runtime.h>
 
+#include "output_check.h"
 #include "reference.h"
 #include "scangrade/device_run.h"
 
@@ -66,7 +72,11 @@ struct Stats {
 class Bench {
  public:
   Bench(std::size_t bytes, const void* input, bool on_device)
-      : pristine_(bytes, kSetup), in_(bytes, kSetup), out_(bytes, kSetup), flush_(flush_bytes(), kSetup) {
+      : pristine_(bytes, kSetup),
+        in_{DeviceBuffer(bytes, kSetup), DeviceBuffer(bytes, kSetup)},
+        out_{DeviceBuffer(bytes, kSetup), DeviceBuffer(bytes, kSetup)},
+        flush_(flush_bytes(), kSetup),
+        first_(sizeof(unsigned long long), kSetup) {
     bytes_ = bytes;
     setup(cudaMemcpy(pristine_.get(), input, bytes, on_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice),
           "copying the input");
@@ -83,24 +93,29 @@ class Bench {
     cudaStreamDestroy(stream_);
   }
   std::size_t flush_size() const { return flush_bytes(); }
+  unsigned long long* scratch() { return static_cast<unsigned long long*>(first_.get()); }
 
   /// Measures call(d_in, d_out, stream) with the method above. `student` marks failures as the
-  /// student's.
-  Stats measure(const std::function<void(const void*, void*, cudaStream_t)>& call, bool student) {
+  /// student's; `outside(d_out, stream)` (when given) finds an output element outside its band.
+  using Check = std::function<std::optional<std::size_t>(const void*, cudaStream_t)>;
+  Stats measure(const std::function<void(const void*, void*, cudaStream_t)>& call, bool student, const Check& outside = {}) {
     std::vector<double> event_ms, host_ms;
     const auto begin = std::chrono::steady_clock::now();
     const auto elapsed = [&] {
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     };
     for (int i = 0;; ++i) {
-      // fresh input, flushed L2
-      setup(cudaMemcpyAsync(in_.get(), pristine_.get(), bytes_, cudaMemcpyDeviceToDevice, stream_), "restoring the input");
+      // fresh input, poisoned output (at alternating addresses), flushed L2
+      void* in = in_[i % 2].get();
+      void* out = out_[i % 2].get();
+      setup(cudaMemcpyAsync(in, pristine_.get(), bytes_, cudaMemcpyDeviceToDevice, stream_), "restoring the input");
+      setup(cudaMemsetAsync(out, 0xff, bytes_, stream_), "poisoning the output");
       setup(cudaMemsetAsync(flush_.get(), i & 0xff, flush_bytes(), stream_), "flushing L2");
       setup(cudaDeviceSynchronize(), "synchronizing before the call");
       const auto host_start = std::chrono::steady_clock::now();
       setup(cudaEventRecord(start_, stream_), "cudaEventRecord");
       try {
-        call(in_.get(), out_.get(), stream_);
+        call(in, out, stream_);
       } catch (const std::exception& e) {
         fail(student, std::string("the call threw an exception: ") + e.what());
       } catch (...) {
@@ -112,6 +127,12 @@ class Bench {
       const auto host_stop = std::chrono::steady_clock::now();
       if (err != cudaSuccess)
         fail(student, std::string("CUDA error after the call: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+      if (outside)
+        if (const auto at = outside(out, stream_))
+          throw WrongTimedOutput("call " + std::to_string(i + 1) + " (" + std::to_string(std::min(i, kWarmup)) +
+                                 " warm-up and " + std::to_string(std::max(0, i - kWarmup)) +
+                                 " timed calls before it) left element " + std::to_string(*at) +
+                                 " outside the checked result");
       float ms = 0;
       setup(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
       if (i < kWarmup) continue;
@@ -145,7 +166,7 @@ class Bench {
     return 2 * static_cast<std::size_t>(l2 > 0 ? l2 : (32 << 20));
   }
 
-  DeviceBuffer pristine_, in_, out_, flush_;
+  DeviceBuffer pristine_, in_[2], out_[2], flush_, first_;
   std::size_t bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
@@ -180,14 +201,17 @@ std::string method_text(const Stats& mine, std::size_t flush_bytes, bool cached)
 
 template <typename T>
 Timing time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* input, std::size_t n, bool on_device,
-                 const std::optional<Baselines>& cached, Baselines& used) {
+                 const DeviceBand<T>& band, const std::optional<Baselines>& cached, Baselines& used) {
   const std::size_t bytes = n * sizeof(T);
   Bench bench(bytes, input, on_device);
   const ScanFn<T> reference = reference_implementation().get<T>(slot, kind);
   const auto as = [n](const ScanFn<T>& fn) {
     return [&fn, n](const void* in, void* out, cudaStream_t s) { fn(static_cast<const T*>(in), static_cast<T*>(out), n, s); };
   };
-  const Stats mine = bench.measure(as(student), true);
+  const auto outside = [&](const void* out, cudaStream_t s) {
+    return first_outside<T>(static_cast<const T*>(out), band.lo, band.hi, n, bench.scratch(), s);
+  };
+  const Stats mine = bench.measure(as(student), true, outside);
   if (cached) {
     used = *cached;
   } else {
@@ -223,9 +247,10 @@ Timing time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* in
 }
 
 template Timing time_slot<std::int32_t>(const ScanFn<std::int32_t>&, Slot, ScanKind, const std::int32_t*, std::size_t,
-                                        bool, const std::optional<Baselines>&, Baselines&);
+                                        bool, const DeviceBand<std::int32_t>&, const std::optional<Baselines>&,
+                                        Baselines&);
 template Timing time_slot<float>(const ScanFn<float>&, Slot, ScanKind, const float*, std::size_t, bool,
-                                 const std::optional<Baselines>&, Baselines&);
+                                 const DeviceBand<float>&, const std::optional<Baselines>&, Baselines&);
 
 }  // namespace scangrade::grader
 

@@ -22,14 +22,30 @@ struct StudentFault : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A timed repetition's output was outside its acceptance band: the call did not compute its
+/// result (it returned a remembered one, or nothing).
+struct WrongTimedOutput : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The device copy of a case's acceptance band (check.h): every timed output is checked against it.
+template <typename T>
+struct DeviceBand {
+  const T* lo = nullptr;
+  const T* hi = nullptr;
+};
+
 /// Returns the results schema's `timing` object (messages.h). With `cached`, the baselines are taken from it
 /// instead of being measured; `used` receives the baselines the timing object was computed with.
 /// Throws StudentFault when the student's calls fail, std::runtime_error when the harness cannot
 /// set the measurement up.
-/// `input` holds n elements, in host memory or (on_device) in device memory.
+/// `input` holds n elements, in host memory or (on_device) in device memory. Every call of the
+/// student's (warm-ups too) writes into a freshly poisoned output, the buffers alternating between
+/// two address pairs, and its output is checked against `band` before any time counts: throws
+/// WrongTimedOutput when it is not inside.
 template <typename T>
 Timing time_slot(const ScanFn<T>& student, Slot slot, ScanKind kind, const T* input, std::size_t n, bool on_device,
-                 const std::optional<Baselines>& cached, Baselines& used);
+                 const DeviceBand<T>& band, const std::optional<Baselines>& cached, Baselines& used);
 
 }  // namespace scangrade::grader
 

@@ -176,6 +176,7 @@ Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<doub
     return {Status::NotImplemented, std::string(student_file(c.slot)) + " still calls not_implemented()"};
   if (!run.error.empty()) return {Status::Crash, case_heading(c) + ": " + run.error};
   if (!run.race.empty()) return {Status::Race, case_heading(c) + ": " + run.race};
+  if (!run.not_recomputed.empty()) return {Status::Fail, case_heading(c) + ": " + run.not_recomputed};
   if (run.output.size() != c.n || run.input_after.size() != c.n)
     return {Status::InternalError, case_heading(c) + ": the run record is incomplete (please report)"};
 
@@ -216,6 +217,27 @@ Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<doub
   return {Status::Pass, ""};
 }
 
+template <typename T>
+Band<T> acceptance_band(const std::vector<T>& input, ScanKind kind, const std::vector<double>& expected) {
+  Band<T> band;
+  band.lo.resize(input.size());
+  band.hi.resize(input.size());
+  for_each_prefix(input, kind, [&](std::size_t i, std::size_t terms, double abs_sum, bool all_integer) {
+    if constexpr (std::is_integral_v<T>) {
+      band.lo[i] = band.hi[i] = static_cast<T>(expected[i]);
+    } else {
+      const double tol = float_tolerance(terms, abs_sum, all_integer);
+      // the float nearest each end, moved outwards a step: what `within` accepts, and no less
+      band.lo[i] = std::nextafter(static_cast<float>(expected[i] - tol), -INFINITY);
+      band.hi[i] = std::nextafter(static_cast<float>(expected[i] + tol), INFINITY);
+    }
+  });
+  return band;
+}
+
+template Band<std::int32_t> acceptance_band<std::int32_t>(const std::vector<std::int32_t>&, ScanKind,
+                                                          const std::vector<double>&);
+template Band<float> acceptance_band<float>(const std::vector<float>&, ScanKind, const std::vector<double>&);
 template Comparison compare_output<std::int32_t>(const std::vector<std::int32_t>&, ScanKind,
                                                  const std::vector<double>&, const std::vector<std::int32_t>&);
 template Comparison compare_output<float>(const std::vector<float>&, ScanKind, const std::vector<double>&,

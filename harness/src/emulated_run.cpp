@@ -44,6 +44,22 @@ std::string first_difference(const RunRecord<T>& a, const RunRecord<T>& b, const
   return out.str();
 }
 
+/// The same call again (same input, freshly poisoned output) left elements holding the poison that
+/// the first call wrote: the slot did not compute its result the second time.
+template <typename T>
+std::string left_unwritten(const RunRecord<T>& first, const RunRecord<T>& again) {
+  if (!first.error.empty() || !again.error.empty()) return "";
+  for (std::size_t i = 0; i < first.output.size() && i < again.output.size(); ++i)
+    if (to_bits(again.output[i]) == kPoisonBits && to_bits(first.output[i]) != kPoisonBits) {
+      std::ostringstream out;
+      out << "called again with the same input, the slot left out[" << i << "] unwritten (it still holds the "
+          << "poison 0xDEADBEEF): results must be computed on every call (does the slot remember earlier calls, "
+          << "or skip work it thinks was done?)";
+      return out.str();
+    }
+  return "";
+}
+
 }  // namespace
 
 template <typename T>
@@ -57,6 +73,8 @@ RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input) {
       emu::clear_error();
       emu::set_thread_order(order, kRandomOrderSeed);
       const RunRecord<T> other = run_on_device(fn, input);
+      forward.not_recomputed = left_unwritten(forward, other);
+      if (!forward.not_recomputed.empty()) break;  // not a race: the call did no work the second time
       forward.race = first_difference(forward, other, "forward", emu::to_string(order));
       if (!forward.race.empty()) break;
     }

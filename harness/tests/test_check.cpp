@@ -182,6 +182,40 @@ TEST(Judge, NanNeverPasses) {
   EXPECT_EQ(judge(c, input, expected, run).status, Status::Fail);
 }
 
+template <typename T>
+bool inside(const Band<T>& band, const std::vector<T>& out) {
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (!(out[i] >= band.lo[i] && out[i] <= band.hi[i])) return false;
+  return true;
+}
+
+TEST(AcceptanceBand, HoldsWhatTheCheckAcceptsAndNotAShift) {
+  for (const auto& [dtype, values] : {std::pair{DType::Int32, ValueKind::Random}, std::pair{DType::Float32, ValueKind::Real}}) {
+    const Case c = make_case(Slot::Hierarchical, 5000, ScanKind::Inclusive, dtype, values);
+    if (dtype == DType::Float32) {
+      const std::vector<float> in = make_input<float>(c);
+      const std::vector<double> expected = oracle_scan(in, c.kind);
+      std::vector<float> out, sequential;
+      float sum = 0;
+      for (float x : in) sequential.push_back(sum += x);  // a correct order, rounded in float32
+      const Band<float> band = acceptance_band(in, c.kind, expected);
+      EXPECT_TRUE(compare_output(in, c.kind, expected, sequential).wrong == 0);
+      EXPECT_TRUE(inside(band, sequential));
+      std::vector<float> shifted(sequential.size(), 0.0f);
+      for (std::size_t i = 1; i < shifted.size(); ++i) shifted[i] = sequential[i - 1];
+      EXPECT_FALSE(inside(band, shifted));
+      out.assign(in.size(), std::numeric_limits<float>::quiet_NaN());  // the poison is never inside
+      EXPECT_FALSE(inside(band, out));
+    } else {
+      Fixture f(c);
+      const Band<std::int32_t> band = acceptance_band(f.input, c.kind, f.expected);
+      EXPECT_TRUE(inside(band, f.run.output));
+      f.run.output[4999] += 1;
+      EXPECT_FALSE(inside(band, f.run.output));
+    }
+  }
+}
+
 TEST(Names, EveryStatusRoundTrips) {
   for (Status s : {Status::Pass, Status::Fail, Status::NotImplemented, Status::Crash, Status::Timeout,
                    Status::CompileError, Status::PolicyViolation, Status::OutOfBoundsWrite, Status::InputModified, Status::Leak, Status::Race,

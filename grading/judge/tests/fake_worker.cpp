@@ -6,6 +6,7 @@
 //   crash_on=K       SIGSEGV on command K (after printing a line on stderr)
 //   hang_on=K        sleeps forever on command K
 //   hang_slot=SLOT   sleeps forever on every check of that slot (a bonus slot that spins)
+//   stale_timed      "time" commands say a timed call left a wrong output (a slot that caches results)
 //   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
 //   bad_stage[=K]    sends a stage line other than "ran" before its reply (on command K, or every)
 //   short_output[=K] writes an output file 4 bytes short while claiming the full size
@@ -173,6 +174,11 @@ int main(int argc, char** argv) {
       const double reference = cached ? cmd.baselines->reference_ms : 1.0;
       const double median = reference / ratio;
       TimeReply r{header};
+      if (mode.name == "stale_timed") {
+        r.wrong_output = "call 5 (3 warm-up and 1 timed calls before it) left element 0 outside the checked result";
+        write_line(kReplyFd, encode(r));
+        continue;
+      }
       r.timing = Timing{median, median, median, 10,  0.0,   1.0,         2.0,
                         0.5,    reference, 0.5, ratio, 0.5 * ratio,
                         cached ? "fake timing from the test worker, cached baselines" : "fake timing from the test worker"};

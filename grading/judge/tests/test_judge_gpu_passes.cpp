@@ -30,6 +30,21 @@ TEST_F(Judge, GpuBackendTimesPerfCasesAndScoresPerformance) {
   expect_no_process_left();
 }
 
+TEST_F(Judge, ATimedCallThatDidNotComputeItsResultFailsTheCase) {
+  const Result r = judge(worker("--mode stale_timed"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 1);
+  expect_valid(r.results, dir_);
+  for (const char* id : {"hier.int32.n5000.excl", "sp.float32.n3000.real"}) {  // the perf cases
+    const json& c = case_of(r.results, id);
+    EXPECT_EQ(c["status"], "fail") << id;
+    EXPECT_TRUE(contains(c["message"], "Results must be computed on every call")) << c["message"];
+    EXPECT_TRUE(c["timing"].is_null()) << id;
+  }
+  EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_points"], 0);
+  expect_others_pass(r.results, {"hier.int32.n5000.excl", "sp.float32.n3000.real"});
+}
+
 TEST_F(Judge, PerformancePointsNeedEveryCaseOfTheSlot) {
   // command 3 is the hierarchical case's check: it crashes, so its perf points are 0 (max still counted)
   const Result r = judge(worker("--mode crash_on=3"), "--sanitizer off", "gpu");

@@ -35,6 +35,7 @@ struct RunRecord {
   std::string error;               // exception text or CUDA error; non-empty means Crash
   bool context_broken = false;     // a sticky CUDA error: the process cannot run more cases
   std::string race;                // non-empty: results differ between thread orders (emulation)
+  std::string not_recomputed;      // non-empty: a repeated call left the result unwritten (emulation)
   std::vector<T> output;           // d_out[0..n)
   std::vector<T> guard_before;     // kGuardElements right before d_out
   std::vector<T> guard_after;      // kGuardElements right after d_out[n-1]
@@ -58,6 +59,16 @@ struct Comparison {
 template <typename T>
 Comparison compare_output(const std::vector<T>& input, ScanKind kind, const std::vector<double>& expected,
                           const std::vector<T>& got);
+
+/// Every correct output element as a closed interval [lo[i], hi[i]] of T: the comparison rule of
+/// compare_output (int32 exactly; float32 within the tolerance of oracle.h), for a check that runs
+/// where the rule cannot (the worker's device-side check of every timed repetition).
+template <typename T>
+struct Band {
+  std::vector<T> lo, hi;
+};
+template <typename T>
+Band<T> acceptance_band(const std::vector<T>& input, ScanKind kind, const std::vector<double>& expected);
 
 /// "element 1500: block 0, thread 750 (warp 23, lane 14) with 2 elements per thread".
 std::string element_coordinates(Slot slot, std::size_t index);
