@@ -56,7 +56,9 @@ _RUNTIME = re.compile(r"^(?:cuda[A-Z_]\w*|cu[A-Z]\w*|cupti\w*)$")
 _ALLOCATOR = frozenset({"malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
                         "memalign", "valloc", "pvalloc", "malloc_usable_size", "mmap", "mmap64", "munmap",
                         "mremap", "dlsym", "dlvsym", "dlopen", "sbrk", "brk"})
-_OPERATOR_NEW_DELETE = re.compile(r"^_Z(?:nw|na|dl|da)")
+# the replaceable operator new/delete; <new>'s placement forms (new(size, void*), delete(void*, void*)) are
+# inline library functions nvcc may emit as weak symbols, and replace nothing
+_OPERATOR_NEW_DELETE = re.compile(r"^_Z(?:nw|na|dl|da)(?!mPv$|PvS_$)")
 # the start of a mangled name: special-name prefixes, a local entity's Z, a nested name's N and qualifiers
 _MANGLED_HEAD = re.compile(r"_Z(?:T[VTISHW]|GV)?Z?(N[rVKRO]*)?")
 _NM_LINE = re.compile(r"^[0-9a-fA-F]*\s+(?P<type>[A-Za-z?-])\s(?P<name>.+)$")

@@ -108,6 +108,15 @@ def test_emulated_runtime_templates_are_allowed_only_weak_and_only_emulated():
     assert [v.rule for v in policy.symbol_violations([strong], "emulate")] == [policy.RULE_HARNESS]
 
 
+def test_placement_new_is_not_an_allocator():
+    """<new>'s inline placement new/delete (nvcc emits them as weak symbols) replace nothing."""
+    placement = [policy.Symbol("_ZnwmPv", "operator new(unsigned long, void*)", "W"),
+                 policy.Symbol("_ZdlPvS_", "operator delete(void*, void*)", "W")]
+    assert policy.symbol_violations(placement, "gpu") == []
+    replaced = policy.Symbol("_Znwm", "operator new(unsigned long)", "T")
+    assert [v.rule for v in policy.symbol_violations([replaced], "gpu")] == [policy.RULE_ALLOCATOR]
+
+
 def test_runtime_header_template_wrappers_are_not_entry_points():
     """cuda_runtime.h's inline template cudaMalloc<T>(T**, size_t), when not inlined, is not the runtime's."""
     template = policy.Symbol("_Z10cudaMallocIiE9cudaErrorPPT_m", "cudaError cudaMalloc<int>(int**, unsigned long)", "W")
