@@ -11,7 +11,7 @@ with --copies FILE as well, every row of that batch is a copy of the entry FILE 
 name (tools/bench_batch.py grades perturbed copies that way).
 
 A slot's verdict: `pass` when every case of the slot passed; otherwise the first status present in
-this order: internal_error, compile_error, not_implemented, timeout, crash, race, memory_error,
+this order: internal_error, compile_error, policy_violation, not_implemented, timeout, crash, race, memory_error,
 out_of_bounds_write, input_modified, fail, leak (scangrade/vocab.py). On the emulate backend the
 judge stops at its emulation cap unless --max-n says otherwise.
 """
