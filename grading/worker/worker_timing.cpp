@@ -183,12 +183,14 @@ std::string method_text(const Stats& mine, std::size_t flush_bytes, bool cached)
   std::string method =
       "median of " + std::to_string(mine.reps) + " repetitions timed with CUDA events around the call on its stream, after " +
       std::to_string(kWarmup) +
-      " warm-up calls; before every repetition the input was restored from a pristine device copy and the L2 cache "
-      "flushed by a cudaMemsetAsync over 2x L2 (" +
+      " warm-up calls; before every repetition the input was restored from a pristine device copy, the output "
+      "poisoned (calls alternate between two input/output address pairs) and the L2 cache flushed by a "
+      "cudaMemsetAsync over 2x L2 (" +
       format("%.0f", static_cast<double>(flush_bytes) / (1 << 20)) + " MiB); stopped at >= " +
       std::to_string(kMinReps) + " repetitions once (p75-p25)/median <= " + format("%.2f", kMaxSpread) + ", or at " +
       std::to_string(kMaxReps) + " repetitions, or after " + format("%.0f", kBudgetSeconds) +
-      " s per implementation; the reference, CUB and a device-to-device copy were timed the same way ";
+      " s per implementation; every call's output was checked on the device against the case's acceptance band "
+      "before its time counted; the reference, CUB and a device-to-device copy were timed the same way ";
   method += cached ? "on this GPU earlier in the same batch, with the GPU to themselves (the batch's baseline cache)"
                    : "in the same process";
   if (mine.host_clock)
