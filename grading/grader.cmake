@@ -1,6 +1,13 @@
 # The grader: scangrade_judge (never links student code, nor the CUDA runtime) and the workers that
-# run the student's slots. Included at the end of the top-level CMakeLists.txt when this folder and
-# reference/ are there (not in the student handout).
+# run the student's slots. Included at the end of the top-level CMakeLists.txt when this folder is
+# there (not in the student handout). Without reference/ (a grader tree that students may see, for
+# their feedback CI: tools/feedback_grader.py) only the emulation backend grades: the GPU worker
+# times against the reference solutions.
+if(SCANGRADE_CUDA AND SCANGRADE_WITH_REFERENCE)
+  set(scangrade_gpu_grader ON)
+else()
+  set(scangrade_gpu_grader OFF)
+endif()
 set(SCANGRADE_JUDGE_DIR "${CMAKE_SOURCE_DIR}/grading/judge")
 set(SCANGRADE_WORKER_DIR "${CMAKE_SOURCE_DIR}/grading/worker")
 set(SCANGRADE_PROTOCOL_DIR "${CMAKE_SOURCE_DIR}/grading/protocol")
@@ -8,7 +15,7 @@ set(SCANGRADE_PROTOCOL_DIR "${CMAKE_SOURCE_DIR}/grading/protocol")
 set(SCANGRADE_PROTOCOL_SOURCES "${SCANGRADE_PROTOCOL_DIR}/messages.cpp")
 
 # --- worker ---------------------------------------------------------------------------------------
-if(SCANGRADE_CUDA)
+if(scangrade_gpu_grader)
 # The alloc tracker as objects: compiled into every worker (its cudaMalloc/cudaFree must win over the
 # shared runtime's) and named in toolchain.json for submissions linked without CMake.
 add_library(scangrade_alloc_tracker_obj OBJECT ${SCANGRADE_ALLOC_TRACKER})
@@ -48,10 +55,16 @@ if(SCANGRADE_EMULATION)
   add_library(scangrade_worker_main_emu STATIC ${SCANGRADE_WORKER_DIR}/worker_main.cpp ${SCANGRADE_PROTOCOL_SOURCES})
   target_include_directories(scangrade_worker_main_emu PRIVATE ${SCANGRADE_PROTOCOL_DIR})
   target_link_libraries(scangrade_worker_main_emu PUBLIC scangrade_device_emu PRIVATE nlohmann_json::nlohmann_json)
+endif()
+if(SCANGRADE_EMULATION AND SCANGRADE_WITH_REFERENCE)
   add_executable(scangrade_worker_reference_emu ${SCANGRADE_WORKER_DIR}/reference_as_student.cpp)
   scangrade_add_emulated_sources(TARGET scangrade_worker_reference_emu SOURCES ${SCANGRADE_REFERENCE_EMULATED_SOURCES})
   target_include_directories(scangrade_worker_reference_emu PRIVATE ${CMAKE_SOURCE_DIR}/reference)
   target_link_libraries(scangrade_worker_reference_emu PRIVATE scangrade_worker_main_emu)
+  set(scangrade_reference_emu_json ",
+    \"reference_worker\": \"$<TARGET_FILE:scangrade_worker_reference_emu>\"")
+else()
+  set(scangrade_reference_emu_json "")
 endif()
 
 # --- judge ----------------------------------------------------------------------------------------
@@ -110,11 +123,10 @@ if(SCANGRADE_EMULATION)
     \"rewrite\": [\"${SCANGRADE_EMU_PYTHON}\", \"${SCANGRADE_EMU_REWRITER}\", \"--runtime-header\", \"${SCANGRADE_EMU_RUNTIME_HEADER}\"],
     \"cxx\": \"${CMAKE_CXX_COMPILER}\",
     \"cxx_flags\": [\"-std=c++17\", \"-O2\", \"-g0\", \"-I${CMAKE_SOURCE_DIR}/harness/emulation/include\", \"-I${CMAKE_SOURCE_DIR}/harness/include\", \"-DSCANGRADE_EMULATED\"],
-    \"link\": [\"$<TARGET_FILE:scangrade_worker_main_emu>\", \"$<TARGET_FILE:scangrade_device_emu>\", \"$<TARGET_FILE:scangrade_emu>\", \"$<TARGET_FILE:scangrade_core>\", \"$<TARGET_FILE:Boost::context>\", \"-lpthread\", \"-ldl\"],
-    \"reference_worker\": \"$<TARGET_FILE:scangrade_worker_reference_emu>\"
+    \"link\": [\"$<TARGET_FILE:scangrade_worker_main_emu>\", \"$<TARGET_FILE:scangrade_device_emu>\", \"$<TARGET_FILE:scangrade_emu>\", \"$<TARGET_FILE:scangrade_core>\", \"$<TARGET_FILE:Boost::context>\", \"-lpthread\", \"-ldl\"]${scangrade_reference_emu_json}
   }")
 endif()
-if(SCANGRADE_CUDA)
+if(scangrade_gpu_grader)
 file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"version\": \"${PROJECT_VERSION}\",
   \"nvcc\": \"${CMAKE_CUDA_COMPILER}\",
@@ -128,7 +140,8 @@ file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
 }
 ")
 else()
-# no nvcc: the emulate recipe only (grade.py --backend gpu then says this build has no GPU recipe)
+# no nvcc (or no reference/): the emulate recipe only (grade.py --backend gpu then says this build
+# has no GPU recipe)
 file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"version\": \"${PROJECT_VERSION}\",
   \"cxx\": \"${CMAKE_CXX_COMPILER}\",
@@ -145,7 +158,7 @@ if(SCANGRADE_BUILD_TESTS)
   target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
 
 endif()
-if(SCANGRADE_BUILD_TESTS AND SCANGRADE_CUDA)
+if(SCANGRADE_BUILD_TESTS AND scangrade_gpu_grader)
   # A known-racy submission (in-place Hillis-Steele): the GPU test expects racecheck to catch it.
   add_library(scangrade_racy_student STATIC ${SCANGRADE_JUDGE_DIR}/tests/racy/slots.cu)
   target_link_libraries(scangrade_racy_student PUBLIC scangrade_core)
@@ -176,10 +189,13 @@ endif()
 # Everything `make grade` needs: the judge, the prebuilt worker pieces of toolchain.json, and the
 # reference workers.
 add_custom_target(scangrade_grader DEPENDS scangrade_judge scangrade_sandbox)
-if(SCANGRADE_CUDA)
+if(scangrade_gpu_grader)
   add_dependencies(scangrade_grader scangrade_worker_main scangrade_alloc_tracker_obj
                                     scangrade_worker_reference scangrade_worker_student)
 endif()
 if(SCANGRADE_EMULATION)
-  add_dependencies(scangrade_grader scangrade_worker_main_emu scangrade_worker_reference_emu)
+  add_dependencies(scangrade_grader scangrade_worker_main_emu)
+endif()
+if(SCANGRADE_EMULATION AND SCANGRADE_WITH_REFERENCE)
+  add_dependencies(scangrade_grader scangrade_worker_reference_emu)
 endif()
