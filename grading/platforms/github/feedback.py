@@ -18,6 +18,7 @@ score; 1 below it; 2 no results; 3 the grader failed).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-score", default="0", help="fraction of the points the job needs (default: 0)")
     parser.add_argument("--summary", type=Path, help="Markdown file (default: $GITHUB_STEP_SUMMARY, else stdout)")
     args = parser.parse_args(argv)
+    toolchain = args.build_dir / "grading" / "toolchain.json"
+    if args.backend == "auto" and toolchain.is_file() and "nvcc" not in json.loads(toolchain.read_text()):
+        args.backend = "emulate"   # a grader built without nvcc or without reference/ grades emulated only
 
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="scangrade-feedback-") as tmp:
