@@ -73,7 +73,8 @@ std::string cgroup2_mount() {
   return "";
 }
 
-/// Runs argv (a path first) with the child's stdout/stderr discarded; its exit status, or -1.
+/// Runs argv (a path first), inside `run` when given, and keeps the first 4 KiB of what it printed in
+/// `output`; its exit status (128 + N when killed by signal N), or -1 when it could not start.
 int run_quietly(const std::vector<std::string>& argv, const Run* run, std::string* output) {
   int out[2];
   if (pipe2(out, O_CLOEXEC) != 0) return -1;
