@@ -11,6 +11,11 @@ Two scans, both run by build.py on every student .cu (a slot file or a helper):
   - library scans, used or defined: any name in namespace `cub::` (`cub::CUB_300000_SM_900::` too) or
     `thrust::`, CUDPP (`cudpp*`), ModernGPU (`mgpu::`), and `std::inclusive_scan`, `std::exclusive_scan`,
     `std::partial_sum` and their `transform_` forms (host scans; only when not inlined away);
+  - uses (an undefined reference, nm `U`) of a `scangrade::` name outside `scangrade::student` and
+    CONTRACT_INLINE (on the emulation backend `scangrade::emu` too: the rewritten kernels call the
+    emulator): the reference solution (`scangrade::reference::hierarchical_scan`) or other harness code
+    called by name. The GPU worker links the reference (it times against it), so such a call would
+    link there and pass; on a student's own build it does not link at all;
   - definitions, of an external symbol only (internal ones cannot replace anything): a `scangrade::`
     name outside `scangrade::student` (the contract header's own inline names, CONTRACT_INLINE, are
     emitted as weak symbols by every submission and are allowed; on the emulation backend so are the
@@ -32,6 +37,9 @@ from pathlib import Path
 RULE_LIBRARY = "CUB and Thrust (and other library scans) are not allowed in this assignment"
 RULE_HARNESS = ("student code may define names only in scangrade::student; the other scangrade:: names "
                 "belong to the harness")
+RULE_HARNESS_USE = ("student code may not call the reference solution or the harness: scangrade:: names outside "
+                    "scangrade::student are not part of a submission")
+HARNESS_USE_TEXT = "which belong{s} to the reference solution / harness: {it} not linked into your program"
 RULE_RUNTIME = "student code may not define CUDA runtime, driver or CUPTI entry points"
 RULE_ALLOCATOR = ("student code may not define allocator functions (malloc, free, operator new/delete, mmap, "
                   "dlsym, ...)")
@@ -137,6 +145,12 @@ def symbol_violations(symbols: list[Symbol], backend: str) -> list[Violation]:
         if _LIBRARY_NAME.search(s.demangled):
             hit(RULE_LIBRARY, "defines" if s.defined else "calls", s)
             continue
+        if s.kind == "U":
+            parts, _ = name_path(s.mangled)
+            if (len(parts) > 1 and parts[0] == "scangrade" and parts[1] != "student"
+                    and parts[1] not in CONTRACT_INLINE and not (backend == "emulate" and parts[1] == "emu")):
+                hit(RULE_HARNESS_USE, "uses", s)
+            continue
         if not (s.defined and s.external):
             continue
         parts, template = name_path(s.mangled)
@@ -160,13 +174,19 @@ def symbol_violations(symbols: list[Symbol], backend: str) -> list[Violation]:
         # the shortest names first (a Thrust call instantiates hundreds of long ones), at most SYMBOLS_SHOWN
         hits = sorted(set(hits), key=lambda h: (len(h[1].demangled), h[1].demangled))
         said = []
-        for verb in ("defines", "calls"):
+        for verb in ("defines", "calls", "uses"):
             names = [f"`{_shown(s)}`" for v, s in hits if v == verb][:SYMBOLS_SHOWN]
             if names:
                 said.append(f"{verb} {', '.join(names)}")
-        more = len(hits) - sum(min(SYMBOLS_SHOWN, sum(1 for v, _ in hits if v == verb)) for verb in ("defines", "calls"))
+        more = len(hits) - sum(min(SYMBOLS_SHOWN, sum(1 for v, _ in hits if v == verb))
+                               for verb in ("defines", "calls", "uses"))
         tail = f" and {more} more such symbol{'s' if more > 1 else ''}" if more > 0 else ""
-        violations.append(Violation(rule, f"it {' and '.join(said)}{tail}: {rule}"))
+        if rule == RULE_HARNESS_USE:
+            one = len(hits) == 1
+            text = HARNESS_USE_TEXT.format(s="s" if one else "", it="it is" if one else "they are")
+            violations.append(Violation(rule, f"it {' and '.join(said)}{tail}, {text}"))
+        else:
+            violations.append(Violation(rule, f"it {' and '.join(said)}{tail}: {rule}"))
     return violations
 
 

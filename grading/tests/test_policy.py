@@ -108,6 +108,49 @@ def test_emulated_runtime_templates_are_allowed_only_weak_and_only_emulated():
     assert [v.rule for v in policy.symbol_violations([strong], "emulate")] == [policy.RULE_HARNESS]
 
 
+CALLS_REFERENCE = """
+#include <cstddef>
+#include <cstdint>
+namespace scangrade { enum class ScanKind { Inclusive, Exclusive }; }
+struct CUstream_st;
+namespace scangrade::reference {
+void hierarchical_scan(const std::int32_t*, std::int32_t*, std::size_t, scangrade::ScanKind, CUstream_st*);
+}
+namespace scangrade::student {
+void helper(int*);
+void hierarchical_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, ScanKind kind, CUstream_st* s) {
+  int x = 0;
+  helper(&x);   // another student file's function: allowed
+  scangrade::reference::hierarchical_scan(in, out, n, kind, s);
+}
+}
+"""
+
+
+@needs_cxx
+@pytest.mark.parametrize("backend", ["emulate", "gpu"])
+def test_calling_the_reference_by_name_is_a_violation(tmp_path, backend):
+    found = symbols_of(compile_cxx(tmp_path, CALLS_REFERENCE, "calls_reference"), backend)
+    assert [v.rule for v in found] == [policy.RULE_HARNESS_USE], found
+    assert found[0].evidence == ("it uses `scangrade::reference::hierarchical_scan(int const*, int*, unsigned long, "
+                                 "scangrade::ScanKind, CUstream_st*)`, which belongs to the reference solution / "
+                                 "harness: it is not linked into your program")
+
+
+def test_undefined_harness_names_allowed_only_for_the_contract_and_the_emulator():
+    emu = policy.Symbol("_ZN9scangrade3emu6detail10run_launchERKNS1_12LaunchConfigEPKciPFvPvES8_",
+                        "scangrade::emu::detail::run_launch(...)", "U")
+    inline = policy.Symbol("_ZTIN9scangrade14NotImplementedE", "typeinfo for scangrade::NotImplemented", "U")
+    student = policy.Symbol("_ZN9scangrade7student6helperEPi", "scangrade::student::helper(int*)", "U")
+    tracked = policy.Symbol("_ZN9scangrade20tracked_device_bytesEv", "scangrade::tracked_device_bytes()", "U")
+    assert policy.symbol_violations([emu, inline, student], "emulate") == []
+    assert [v.rule for v in policy.symbol_violations([emu], "gpu")] == [policy.RULE_HARNESS_USE]
+    two = policy.symbol_violations([tracked, emu], "gpu")
+    assert [v.rule for v in two] == [policy.RULE_HARNESS_USE]
+    assert two[0].evidence.endswith("which belong to the reference solution / harness: they are not linked into "
+                                    "your program")
+
+
 def test_placement_new_is_not_an_allocator():
     """<new>'s inline placement new/delete (nvcc emits them as weak symbols) replace nothing."""
     placement = [policy.Symbol("_ZnwmPv", "operator new(unsigned long, void*)", "W"),
