@@ -159,6 +159,20 @@ enum cudaDeviceAttr {
   cudaDevAttrMaxBlocksPerMultiprocessor = 106,
 };
 
+#define cudaHostAllocDefault 0x00
+#define cudaHostAllocPortable 0x01
+#define cudaHostAllocMapped 0x02
+#define cudaHostAllocWriteCombined 0x04
+#define cudaHostRegisterDefault 0x00
+#define cudaHostRegisterPortable 0x01
+#define cudaHostRegisterMapped 0x02
+#define cudaHostRegisterIoMemory 0x04
+#define cudaHostRegisterReadOnly 0x08
+#define cudaMemAttachGlobal 0x01
+#define cudaMemAttachHost 0x02
+#define cudaMemAttachSingle 0x04
+#define cudaDeviceScheduleAuto 0x00
+#define cudaDeviceMapHost 0x08
 #define cudaStreamDefault 0x00
 #define cudaStreamNonBlocking 0x01
 #define cudaEventDefault 0x00
@@ -240,6 +254,15 @@ cudaError_t cudaMalloc(void** ptr, std::size_t size);
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaMallocHost(void** ptr, std::size_t size);
 cudaError_t cudaFreeHost(void* ptr);
+// Page-locked, mapped, registered and managed host memory: ordinary host memory, one address space.
+// Mapped (cudaHostAllocMapped), registered and managed memory is accepted by kernels and copies as
+// device memory; cudaHostGetDevicePointer returns the host pointer itself.
+cudaError_t cudaHostAlloc(void** ptr, std::size_t size, unsigned int flags);
+cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int flags);
+cudaError_t cudaHostRegister(void* ptr, std::size_t size, unsigned int flags);
+cudaError_t cudaHostUnregister(void* ptr);
+cudaError_t cudaMallocManaged(void** ptr, std::size_t size, unsigned int flags = cudaMemAttachGlobal);
+cudaError_t cudaSetDeviceFlags(unsigned int flags);
 cudaError_t cudaMallocAsync(void** ptr, std::size_t size, cudaStream_t stream);
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream);
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind);
@@ -255,6 +278,18 @@ inline cudaError_t cudaMalloc(T** ptr, std::size_t size) {
 template <class T>
 inline cudaError_t cudaMallocHost(T** ptr, std::size_t size) {
   return cudaMallocHost(reinterpret_cast<void**>(ptr), size);
+}
+template <class T>
+inline cudaError_t cudaHostAlloc(T** ptr, std::size_t size, unsigned int flags) {
+  return cudaHostAlloc(reinterpret_cast<void**>(ptr), size, flags);
+}
+template <class T>
+inline cudaError_t cudaHostGetDevicePointer(T** device_ptr, void* host_ptr, unsigned int flags) {
+  return cudaHostGetDevicePointer(reinterpret_cast<void**>(device_ptr), host_ptr, flags);
+}
+template <class T>
+inline cudaError_t cudaMallocManaged(T** ptr, std::size_t size, unsigned int flags = cudaMemAttachGlobal) {
+  return cudaMallocManaged(reinterpret_cast<void**>(ptr), size, flags);
 }
 template <class T>
 inline cudaError_t cudaMallocAsync(T** ptr, std::size_t size, cudaStream_t stream) {
@@ -307,17 +342,22 @@ inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks
   return scangrade_emu_occupancy(num_blocks, block_size, dynamic_smem);
 }
 
-// symbols (__device__ / __constant__ variables are ordinary host globals)
+// symbols (__device__ / __constant__ variables are ordinary host globals; a copy from or to host memory
+// is traced as a host<->device copy, see scangrade::emu::trace_begin)
+void scangrade_emu_symbol_copy(const char* api, const void* other, std::size_t count, cudaMemcpyKind kind,
+                               bool to_symbol);
 template <class T>
 inline cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, std::size_t count,
-                                      std::size_t offset = 0, cudaMemcpyKind = cudaMemcpyHostToDevice) {
+                                      std::size_t offset = 0, cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
   if (offset + count > sizeof(T)) return cudaErrorInvalidValue;
+  scangrade_emu_symbol_copy("cudaMemcpyToSymbol", src, count, kind, true);
   return cudaMemcpy(reinterpret_cast<char*>(&symbol) + offset, src, count, cudaMemcpyHostToHost);
 }
 template <class T>
 inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, std::size_t count,
-                                        std::size_t offset = 0, cudaMemcpyKind = cudaMemcpyDeviceToHost) {
+                                        std::size_t offset = 0, cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
   if (offset + count > sizeof(T)) return cudaErrorInvalidValue;
+  scangrade_emu_symbol_copy("cudaMemcpyFromSymbol", dst, count, kind, false);
   return cudaMemcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, count, cudaMemcpyHostToHost);
 }
 template <class T>

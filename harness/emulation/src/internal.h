@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "cuda_runtime_api.h"
@@ -35,5 +36,7 @@ cudaError_t api_result(cudaError_t result);
 bool stream_is_valid(cudaStream_t stream);
 /// Called by reset(): forget the scheduler's per-launch settings (not the thread order).
 void reset_scheduler_limits();
+/// A launch that runs (valid configuration), for the trace (trace_begin .. trace_end).
+void trace_launch(const char* file, int line, std::uint64_t blocks);
 
 }  // namespace scangrade::emu::detail

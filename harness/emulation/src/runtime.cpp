@@ -26,9 +26,14 @@ namespace {
 constexpr std::size_t kAlignment = 256;
 constexpr std::size_t kDefaultMemory = std::size_t(8) << 30;
 
+// How memory entered the device map: device memory (cudaMalloc, cudaMallocAsync) counts in the balance;
+// managed, mapped and registered host memory is only made acceptable to kernels and copies.
+enum class Memory { Device, Managed, Mapped, Registered };
+
 struct Allocation {
   std::size_t size;
   bool from_pool;
+  Memory memory = Memory::Device;
 };
 
 struct Runtime {
@@ -38,7 +43,9 @@ struct Runtime {
   std::size_t memory_limit = kDefaultMemory;
   std::size_t dynamic_shared_limit = kSharedPerBlock;
   std::map<std::uintptr_t, Allocation> device;  // base address -> allocation
-  std::set<void*> host;                          // cudaMallocHost
+  std::map<void*, std::size_t> host;             // cudaMallocHost / cudaHostAlloc: pointer -> size
+  bool tracing = false;                          // trace_begin() .. trace_end()
+  Trace trace;
   std::size_t in_use = 0;
   std::size_t pool_in_use = 0;
   std::size_t pool_high = 0;
@@ -103,18 +110,45 @@ cudaError_t release(void* ptr, const char* api) {
   if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
   if (ptr == nullptr) return cudaSuccess;
   auto it = r.device.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (it == r.device.end()) {
+  if (it == r.device.end() || it->second.memory == Memory::Mapped || it->second.memory == Memory::Registered) {
     return api_error(cudaErrorInvalidValue, std::string(api) + "(" + ptr_text(ptr) +
                                                 "): not the start of a live device allocation (double free?)");
   }
-  r.in_use -= it->second.size;
-  if (it->second.from_pool) r.pool_in_use -= it->second.size;
+  if (it->second.memory == Memory::Device) {
+    r.in_use -= it->second.size;
+    if (it->second.from_pool) r.pool_in_use -= it->second.size;
+  }
   std::free(ptr);
   r.device.erase(it);
   return cudaSuccess;
 }
 
 bool is_device(const void* p) { return find_device(p, 1) != nullptr; }
+
+// ---- trace (scangrade::emu::trace_begin / trace_end) ----
+
+constexpr std::size_t kTraceKept = 4096;  // kernels and host-memory events kept per trace
+
+void trace_copy(const char* api, std::size_t count, bool to_device) {
+  Runtime& r = rt();
+  if (!r.tracing) return;
+  auto& copies = r.trace.copies;
+  auto it = std::find_if(copies.begin(), copies.end(), [&](const Trace::Copies& c) { return c.api == api; });
+  if (it == copies.end()) it = copies.insert(copies.end(), Trace::Copies{api});
+  (to_device ? it->h2d_bytes : it->d2h_bytes) += count;
+  it->largest = std::max<std::uint64_t>(it->largest, count);
+  ++it->count;
+}
+
+void trace_host(Trace::HostKind kind, const char* api, const void* ptr, std::size_t bytes, unsigned flags) {
+  Runtime& r = rt();
+  if (r.tracing && r.trace.host.size() < kTraceKept) r.trace.host.push_back(Trace::HostEvent{kind, api, ptr, bytes, flags});
+}
+
+/// Host memory the device may address: entered in the device map so that kernels and copies accept it.
+void add_host_visible(void* ptr, std::size_t size, Memory memory) {
+  rt().device[reinterpret_cast<std::uintptr_t>(ptr)] = Allocation{std::max<std::size_t>(size, 1), false, memory};
+}
 
 cudaError_t copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, const char* api) {
   Runtime& r = rt();
@@ -145,6 +179,7 @@ cudaError_t copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind k
   if (dst_dev && src_dev) r.stats.bytes_d2d += count;
   else if (dst_dev) r.stats.bytes_h2d += count;
   else if (src_dev) r.stats.bytes_d2h += count;
+  if (dst_dev != src_dev) trace_copy(api, count, dst_dev);
   return cudaSuccess;
 }
 
@@ -170,6 +205,21 @@ cudaError_t check_stream(cudaStream_t stream, const char* api) {
 }  // namespace
 
 ErrorState& errors() { return rt().errors; }
+
+void trace_launch(const char* file, int line, std::uint64_t blocks) {
+  Runtime& r = rt();
+  if (!r.tracing) return;
+  ++r.trace.launches;
+  std::string name = "kernel launched at " + std::string(file) + ":" + std::to_string(line);
+  auto& kernels = r.trace.kernels;
+  auto it = std::find_if(kernels.begin(), kernels.end(), [&](const Trace::Kernel& k) { return k.name == name; });
+  if (it == kernels.end()) {
+    if (kernels.size() >= kTraceKept) return;
+    it = kernels.insert(kernels.end(), Trace::Kernel{name});
+  }
+  ++it->launches;
+  it->max_blocks = std::max(it->max_blocks, blocks);
+}
 Stats& mutable_stats() { return rt().stats; }
 bool poison_enabled() { return rt().poison; }
 std::size_t dynamic_shared_limit() { return rt().dynamic_shared_limit; }
@@ -396,20 +446,104 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) {
   return scangrade::emu::detail::release(ptr, "cudaFreeAsync");
 }
 
-cudaError_t cudaMallocHost(void** ptr, std::size_t size) {
-  if (ptr == nullptr) return api_error(cudaErrorInvalidValue, "cudaMallocHost: null pointer");
+namespace scangrade::emu::detail {
+namespace {
+// cudaMallocHost and cudaHostAlloc: page-locked host memory is ordinary host memory here; mapped
+// memory (cudaHostAllocMapped) is also entered in the device map, so kernels and copies accept it.
+cudaError_t host_alloc(void** ptr, std::size_t size, unsigned flags, const char* api) {
+  Runtime& r = rt();
+  if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
+  if (ptr == nullptr) return api_error(cudaErrorInvalidValue, std::string(api) + ": null pointer");
   *ptr = std::aligned_alloc(256, (std::max<std::size_t>(size, 1) + 255) / 256 * 256);
-  if (*ptr == nullptr) return api_error(cudaErrorMemoryAllocation, "cudaMallocHost: host allocation failed");
-  rt().host.insert(*ptr);
+  if (*ptr == nullptr) return api_error(cudaErrorMemoryAllocation, std::string(api) + ": host allocation failed");
+  r.host[*ptr] = size;
+  const bool mapped = (flags & cudaHostAllocMapped) != 0;
+  if (mapped) add_host_visible(*ptr, size, Memory::Mapped);
+  trace_host(mapped ? Trace::HostKind::Mapped : Trace::HostKind::Pinned, api, *ptr, size, flags);
   return api_result(cudaSuccess);
+}
+}  // namespace
+}  // namespace scangrade::emu::detail
+
+cudaError_t cudaMallocHost(void** ptr, std::size_t size) {
+  return scangrade::emu::detail::host_alloc(ptr, size, cudaHostAllocDefault, "cudaMallocHost");
+}
+
+cudaError_t cudaHostAlloc(void** ptr, std::size_t size, unsigned int flags) {
+  return scangrade::emu::detail::host_alloc(ptr, size, flags, "cudaHostAlloc");
 }
 
 cudaError_t cudaFreeHost(void* ptr) {
+  using namespace scangrade::emu::detail;
   if (ptr == nullptr) return api_result(cudaSuccess);
-  if (rt().host.erase(ptr) == 0) return api_error(cudaErrorInvalidValue, "cudaFreeHost: not a cudaMallocHost pointer");
+  if (rt().host.erase(ptr) == 0) {
+    return api_error(cudaErrorInvalidValue, "cudaFreeHost: not a cudaMallocHost/cudaHostAlloc pointer");
+  }
+  auto it = rt().device.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it != rt().device.end() && it->second.memory == Memory::Mapped) rt().device.erase(it);
+  trace_host(scangrade::emu::Trace::HostKind::FreeHost, "cudaFreeHost", ptr, 0, 0);
   std::free(ptr);
   return api_result(cudaSuccess);
 }
+
+cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned int flags) {
+  using namespace scangrade::emu::detail;
+  if (device_ptr == nullptr) return api_error(cudaErrorInvalidValue, "cudaHostGetDevicePointer: null pointer");
+  // page-locked (any cudaHostAlloc/cudaMallocHost block, as with unified addressing) or registered memory
+  bool known = false;
+  auto& host = rt().host;
+  auto h = host.upper_bound(host_ptr);
+  if (h != host.begin()) {
+    --h;
+    known = static_cast<char*>(host_ptr) < static_cast<char*>(h->first) + std::max<std::size_t>(h->second, 1);
+  }
+  if (!known) known = find_device(host_ptr, 1) != nullptr;
+  if (!known) {
+    return api_error(cudaErrorInvalidValue, "cudaHostGetDevicePointer(" + ptr_text(host_ptr) +
+                                                "): not page-locked host memory (cudaHostAlloc, cudaHostRegister)");
+  }
+  trace_host(scangrade::emu::Trace::HostKind::DevicePointer, "cudaHostGetDevicePointer", host_ptr, 0, flags);
+  *device_ptr = host_ptr;  // one address space
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaHostRegister(void* ptr, std::size_t size, unsigned int flags) {
+  using namespace scangrade::emu::detail;
+  if (ptr == nullptr || size == 0) return api_error(cudaErrorInvalidValue, "cudaHostRegister: null pointer or size 0");
+  if (find_device(ptr, 1) != nullptr) {
+    return api_error(cudaErrorInvalidValue, "cudaHostRegister(" + ptr_text(ptr) + "): already registered or device memory");
+  }
+  add_host_visible(ptr, size, Memory::Registered);
+  trace_host(scangrade::emu::Trace::HostKind::Registered, "cudaHostRegister", ptr, size, flags);
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaHostUnregister(void* ptr) {
+  using namespace scangrade::emu::detail;
+  auto it = rt().device.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it == rt().device.end() || it->second.memory != Memory::Registered) {
+    return api_error(cudaErrorInvalidValue, "cudaHostUnregister(" + ptr_text(ptr) + "): not registered");
+  }
+  rt().device.erase(it);
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaMallocManaged(void** ptr, std::size_t size, unsigned int flags) {
+  using namespace scangrade::emu::detail;
+  Runtime& r = rt();
+  if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
+  if (ptr == nullptr) return api_error(cudaErrorInvalidValue, "cudaMallocManaged: null pointer");
+  *ptr = nullptr;
+  if (size == 0) return api_error(cudaErrorInvalidValue, "cudaMallocManaged: size 0");
+  void* p = std::aligned_alloc(kAlignment, (size + kAlignment - 1) / kAlignment * kAlignment);
+  if (p == nullptr) return api_error(cudaErrorMemoryAllocation, "cudaMallocManaged: host allocation failed");
+  add_host_visible(p, size, Memory::Managed);  // freed by cudaFree
+  trace_host(scangrade::emu::Trace::HostKind::Managed, "cudaMallocManaged", p, size, flags);
+  *ptr = p;
+  return api_result(cudaSuccess);
+}
+
+cudaError_t cudaSetDeviceFlags(unsigned int) { return api_result(cudaSuccess); }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind) {
   return scangrade::emu::detail::copy(dst, src, count, kind, "cudaMemcpy");
@@ -545,6 +679,14 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   return check_event(event, "cudaStreamWaitEvent");
 }
 
+void scangrade_emu_symbol_copy(const char* api, const void* other, std::size_t count, cudaMemcpyKind kind,
+                               bool to_symbol) {
+  using namespace scangrade::emu::detail;
+  const bool host_side = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost ||
+                         (kind == cudaMemcpyDefault && !is_device(other));
+  if (host_side && count > 0) trace_copy(api, count, to_symbol);
+}
+
 // ---- kernel attributes --------------------------------------------------------------------------
 
 cudaError_t scangrade_emu_func_set_attribute(cudaFuncAttribute attr, int value) {
@@ -580,9 +722,14 @@ void clear_error() { rt().errors = detail::ErrorState{}; }
 
 void reset() {
   auto& r = rt();
-  for (auto& [base, alloc] : r.device) std::free(reinterpret_cast<void*>(base));
+  for (auto& [base, alloc] : r.device) {
+    // mapped blocks are freed with the host map; registered memory is the caller's
+    if (alloc.memory == detail::Memory::Device || alloc.memory == detail::Memory::Managed) {
+      std::free(reinterpret_cast<void*>(base));
+    }
+  }
   r.device.clear();
-  for (void* p : r.host) std::free(p);
+  for (auto& [p, size] : r.host) std::free(p);
   r.host.clear();
   for (cudaStream_t s : r.streams) delete s;
   r.streams.clear();
@@ -600,5 +747,17 @@ std::size_t bytes_in_use() { return rt().in_use; }
 std::size_t pool_bytes_in_use() { return rt().pool_in_use; }
 void set_memory_limit(std::size_t bytes) { rt().memory_limit = bytes; }
 void set_poison(bool enabled) { rt().poison = enabled; }
+
+void trace_begin() {
+  rt().trace = Trace{};
+  rt().tracing = true;
+}
+
+Trace trace_end() {
+  rt().tracing = false;
+  Trace t = std::move(rt().trace);
+  rt().trace = Trace{};
+  return t;
+}
 
 }  // namespace scangrade::emu

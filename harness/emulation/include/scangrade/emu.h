@@ -61,6 +61,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace scangrade::emu {
 
@@ -111,5 +112,45 @@ void set_memory_limit(std::size_t bytes);
 
 /// Fill new allocations and each block's shared memory with 0xFF bytes (default true).
 void set_poison(bool enabled);
+
+/// What the emulated runtime did between trace_begin() and trace_end(): the grader's run-time policy
+/// monitor (grading/worker/policy_monitor_emu.cpp) reads it around one slot call. Nothing is recorded
+/// outside a trace. Copies count only when one side is host memory and the other device memory
+/// (cudaMemcpyDefault resolved by the allocation the pointer is in); managed, mapped and registered
+/// memory count as device memory.
+struct Trace {
+  struct Copies {
+    std::string api;  // "cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpyToSymbol", ...
+    std::uint64_t h2d_bytes = 0, d2h_bytes = 0;
+    std::uint64_t largest = 0;  // largest single copy
+    std::uint64_t count = 0;
+  };
+  struct Kernel {
+    std::string name;  // the emulator knows no kernel names: "kernel launched at <file>:<line>"
+    std::uint64_t launches = 0;
+    std::uint64_t max_blocks = 0;  // largest grid (x*y*z blocks) of its launches
+  };
+  enum class HostKind {
+    Pinned,         // cudaMallocHost, cudaHostAlloc without cudaHostAllocMapped
+    Mapped,         // cudaHostAlloc with cudaHostAllocMapped
+    DevicePointer,  // cudaHostGetDevicePointer
+    Managed,        // cudaMallocManaged
+    Registered,     // cudaHostRegister
+    FreeHost,       // cudaFreeHost
+  };
+  struct HostEvent {
+    HostKind kind;
+    std::string api;
+    const void* ptr;
+    std::size_t bytes;  // 0 for DevicePointer and FreeHost
+    unsigned flags;
+  };
+  std::vector<Copies> copies;   // one entry per API
+  std::vector<Kernel> kernels;  // one entry per launch site, in order (the first 4096)
+  std::uint64_t launches = 0;   // every launch that ran
+  std::vector<HostEvent> host;  // in order (the first 4096)
+};
+void trace_begin();
+Trace trace_end();
 
 }  // namespace scangrade::emu
