@@ -67,6 +67,33 @@ else()
   set(scangrade_reference_emu_json "")
 endif()
 
+# --- run-time policy monitor (grading/worker/policy_monitor.h) -----------------------------------------
+# Both workers evaluate the same rules (policy_rules.cpp). The GPU worker watches the student's API calls
+# with CUPTI callbacks; libcupti is opened with dlopen at install() (its path below, else the loader's
+# search), so toolchain.json's link line needs nothing more. The emulated worker reads the emulator's trace.
+if(scangrade_gpu_grader)
+  target_sources(scangrade_worker_main PRIVATE ${SCANGRADE_WORKER_DIR}/policy_rules.cpp
+                                               ${SCANGRADE_WORKER_DIR}/policy_monitor_cupti.cpp)
+  target_include_directories(scangrade_worker_main PRIVATE ${SCANGRADE_WORKER_DIR})
+  if(TARGET CUDA::cupti)
+    target_include_directories(scangrade_worker_main PRIVATE $<TARGET_PROPERTY:CUDA::cupti,INTERFACE_INCLUDE_DIRECTORIES>)
+    set_property(SOURCE ${SCANGRADE_WORKER_DIR}/policy_monitor_cupti.cpp TARGET_DIRECTORY scangrade_worker_main
+                 APPEND PROPERTY COMPILE_DEFINITIONS "SCANGRADE_CUPTI_LIBRARY=\"$<TARGET_FILE:CUDA::cupti>\"")
+  endif()
+endif()
+if(SCANGRADE_EMULATION)
+  target_sources(scangrade_worker_main_emu PRIVATE ${SCANGRADE_WORKER_DIR}/policy_rules.cpp
+                                                   ${SCANGRADE_WORKER_DIR}/policy_monitor_emu.cpp)
+  target_include_directories(scangrade_worker_main_emu PRIVATE ${SCANGRADE_WORKER_DIR})
+endif()
+if(SCANGRADE_BUILD_TESTS)
+  add_executable(scangrade_policy_rules_test ${SCANGRADE_WORKER_DIR}/tests/test_policy_rules.cpp
+                                             ${SCANGRADE_WORKER_DIR}/policy_rules.cpp)
+  target_include_directories(scangrade_policy_rules_test PRIVATE ${SCANGRADE_WORKER_DIR})
+  target_link_libraries(scangrade_policy_rules_test PRIVATE scangrade_core GTest::gtest_main)
+  gtest_discover_tests(scangrade_policy_rules_test TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
+endif()
+
 # --- judge ----------------------------------------------------------------------------------------
 # --- sandbox: bubblewrap + cgroup v2 / rlimits around every student process -------------------------
 add_library(scangrade_sandbox_lib STATIC ${CMAKE_SOURCE_DIR}/grading/sandbox/sandbox.cpp)

@@ -1,0 +1,485 @@
+// Run-time policy monitor, GPU backend (policy_monitor.h): CUPTI callbacks on the runtime and driver
+// APIs fill a policy::Trace while a window (begin .. end) is open; evaluate() (policy_rules.h) decides.
+//
+// * libcupti is opened with dlopen at install(), so the worker links nothing more (toolchain.json's
+//   link line is unchanged) and a grader without CUPTI reports why instead of failing to link.
+// * Only the callbacks below are enabled (cuptiEnableCallback, not whole domains): every other API
+//   call runs without CUPTI's dispatch, and the timed calls pay nothing outside these few APIs.
+// * Each API is recorded once: a driver call made inside a runtime call we watch (cudaMemcpy ->
+//   cuMemcpy..., cudaMallocHost -> cuMemHostAlloc, cudaLaunchKernel -> cuLaunchKernel) is skipped;
+//   a per-thread depth counter of the watched runtime calls says when.
+// * Copies record on API exit when the call succeeded; cudaMemcpyDefault and the unified cuMemcpy /
+//   cuMemcpyAsync are resolved with cuPointerGetAttribute (the driver: it never touches the runtime's
+//   last error, which the student's code may be about to read). Array copies, peer copies, graphs
+//   and cudaMemcpy3DBatchAsync are not followed.
+// * In-process monitoring can be tampered with by code in the same process: evidence, not proof.
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti.h>  // CUDA 13: already includes generated_cuda_runtime_api_meta.h and generated_cuda_meta.h
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "policy_monitor.h"
+#include "policy_rules.h"
+
+namespace scangrade::grader::policy {
+namespace {
+
+struct Cupti {
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+};
+using PointerGetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+
+Cupti g_cupti;
+PointerGetAttribute g_pointer_attribute = nullptr;
+CUpti_SubscriberHandle g_subscriber = nullptr;
+std::string g_unavailable = "install() was not called";
+bool g_installed = false;
+
+std::atomic<bool> g_open{false};
+std::mutex g_mutex;  // guards g_trace and g_slot
+Trace g_trace;
+Slot g_slot = Slot::Hierarchical;
+
+thread_local int t_runtime_depth = 0;    // watched runtime calls this thread is inside
+thread_local bool t_in_callback = false;  // our own driver calls (cuPointerGetAttribute) are not the student's
+
+/// True when p is host memory (pageable, page-locked or unknown to CUDA), false for device/managed memory.
+bool is_host(const void* p) {
+  if (g_pointer_attribute == nullptr) return false;
+  unsigned int type = 0;
+  CUresult r = g_pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p));
+  if (r != CUDA_SUCCESS) return true;  // not a CUDA allocation: plain host memory
+  return type == CU_MEMORYTYPE_HOST;
+}
+
+CopyDirection direction(bool dst_host, bool src_host) {
+  if (dst_host && !src_host) return CopyDirection::DeviceToHost;
+  if (!dst_host && src_host) return CopyDirection::HostToDevice;
+  return CopyDirection::Other;
+}
+
+CopyDirection runtime_direction(cudaMemcpyKind kind, const void* dst, const void* src) {
+  switch (kind) {
+    case cudaMemcpyDeviceToHost: return CopyDirection::DeviceToHost;
+    case cudaMemcpyHostToDevice: return CopyDirection::HostToDevice;
+    case cudaMemcpyDefault: return direction(is_host(dst), is_host(src));
+    default: return CopyDirection::Other;
+  }
+}
+
+std::int64_t blocks(std::uint64_t x, std::uint64_t y, std::uint64_t z) { return std::int64_t(x * y * z); }
+
+// ---- runtime API (recorded on exit, while a window is open, under g_mutex) ------------------------
+
+void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) {
+  const std::string api = cb->functionName != nullptr ? cb->functionName : "cuda?";
+  const void* p = cb->functionParams;
+  switch (cbid) {
+    // copies
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpy_v3020_params*>(p);
+      t.copy(api, runtime_direction(a->kind, a->dst, a->src), std::int64_t(a->count));
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyAsync_v3020_params*>(p);
+      t.copy(api, runtime_direction(a->kind, a->dst, a->src), std::int64_t(a->count));
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpy2D_v3020_params*>(p);
+      t.copy(api, runtime_direction(a->kind, a->dst, a->src), std::int64_t(a->width * a->height));
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpy2DAsync_v3020_params*>(p);
+      t.copy(api, runtime_direction(a->kind, a->dst, a->src), std::int64_t(a->width * a->height));
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_ptds_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000: {
+      // both structs start with the cudaMemcpy3DParms pointer
+      const cudaMemcpy3DParms* m = static_cast<const cudaMemcpy3D_v3020_params*>(p)->p;
+      if (m == nullptr) break;
+      const std::int64_t bytes = std::int64_t(m->extent.width * m->extent.height * m->extent.depth);
+      t.copy(api, runtime_direction(m->kind, m->dstPtr.ptr, m->srcPtr.ptr), bytes);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyToSymbol_v3020_params*>(p);
+      if (a->kind == cudaMemcpyHostToDevice || (a->kind == cudaMemcpyDefault && is_host(a->src))) {
+        t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyToSymbolAsync_v3020_params*>(p);
+      if (a->kind == cudaMemcpyHostToDevice || (a->kind == cudaMemcpyDefault && is_host(a->src))) {
+        t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyFromSymbol_v3020_params*>(p);
+      if (a->kind == cudaMemcpyDeviceToHost || (a->kind == cudaMemcpyDefault && is_host(a->dst))) {
+        t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyFromSymbolAsync_v3020_params*>(p);
+      if (a->kind == cudaMemcpyDeviceToHost || (a->kind == cudaMemcpyDefault && is_host(a->dst))) {
+        t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_ptsz_v13000: {
+      auto* a = static_cast<const cudaMemcpyBatchAsync_v13000_params*>(p);
+      if (a->dsts == nullptr || a->srcs == nullptr || a->sizes == nullptr) break;
+      for (std::size_t i = 0; i < a->count && i < 4096; ++i) {
+        t.copy(api, direction(is_host(a->dsts[i]), is_host(a->srcs[i])), std::int64_t(a->sizes[i]));
+      }
+      break;
+    }
+    // launches (the driver's callback, if the runtime reaches it, is skipped: depth > 0)
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
+      auto* a = static_cast<const cudaLaunchKernel_v7000_params*>(p);
+      t.launch(cb->symbolName != nullptr ? cb->symbolName : api, blocks(a->gridDim.x, a->gridDim.y, a->gridDim.z));
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
+      auto* a = static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(p);
+      t.launch(cb->symbolName != nullptr ? cb->symbolName : api, blocks(a->gridDim.x, a->gridDim.y, a->gridDim.z));
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+      auto* a = static_cast<const cudaLaunchKernelExC_v11060_params*>(p);
+      if (a->config == nullptr) break;
+      const dim3 g = a->config->gridDim;
+      t.launch(cb->symbolName != nullptr ? cb->symbolName : api, blocks(g.x, g.y, g.z));
+      break;
+    }
+    // host memory
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
+      auto* a = static_cast<const cudaMallocHost_v3020_params*>(p);
+      t.host_use(HostMemory::Pinned, api, std::int64_t(a->size));
+      if (a->ptr != nullptr) t.pinned_alloc(*a->ptr, std::int64_t(a->size), api);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020: {
+      auto* a = static_cast<const cudaHostAlloc_v3020_params*>(p);
+      const bool mapped = (a->flags & cudaHostAllocMapped) != 0;
+      t.host_use(mapped ? HostMemory::Mapped : HostMemory::Pinned, mapped ? api + "(cudaHostAllocMapped)" : api,
+                 std::int64_t(a->size));
+      if (a->pHost != nullptr) t.pinned_alloc(*a->pHost, std::int64_t(a->size), api);
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
+      t.pinned_free(static_cast<const cudaFreeHost_v3020_params*>(p)->ptr);
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000:
+      t.host_use(HostMemory::Managed, api, std::int64_t(static_cast<const cudaMallocManaged_v6000_params*>(p)->size));
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000:
+      t.host_use(HostMemory::Registered, api, std::int64_t(static_cast<const cudaHostRegister_v4000_params*>(p)->size));
+      break;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaHostGetDevicePointer_v3020: t.host_use(HostMemory::DevicePointer, api, 0); break;
+    default: break;
+  }
+}
+
+// ---- driver API (only calls made directly, not from inside a watched runtime call) ---------------
+
+std::int64_t launch_blocks_driver(CUpti_CallbackId cbid, const void* p) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
+      auto* a = static_cast<const cuLaunchKernel_params*>(p);
+      return blocks(a->gridDimX, a->gridDimY, a->gridDimZ);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      auto* a = static_cast<const cuLaunchCooperativeKernel_params*>(p);
+      return blocks(a->gridDimX, a->gridDimY, a->gridDimZ);
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      auto* a = static_cast<const cuLaunchKernelEx_params*>(p);
+      return a->config == nullptr ? 0 : blocks(a->config->gridDimX, a->config->gridDimY, a->config->gridDimZ);
+    }
+    default: return 0;
+  }
+}
+
+void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) {
+  const std::string api = cb->functionName != nullptr ? cb->functionName : "cu?";
+  const void* p = cb->functionParams;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds:
+      t.copy(api, CopyDirection::DeviceToHost, std::int64_t(static_cast<const cuMemcpyDtoH_v2_params*>(p)->ByteCount));
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz:
+      t.copy(api, CopyDirection::DeviceToHost,
+             std::int64_t(static_cast<const cuMemcpyDtoHAsync_v2_params*>(p)->ByteCount));
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds:
+      t.copy(api, CopyDirection::HostToDevice, std::int64_t(static_cast<const cuMemcpyHtoD_v2_params*>(p)->ByteCount));
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz:
+      t.copy(api, CopyDirection::HostToDevice,
+             std::int64_t(static_cast<const cuMemcpyHtoDAsync_v2_params*>(p)->ByteCount));
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds: {
+      auto* a = static_cast<const cuMemcpy_params*>(p);
+      t.copy(api, direction(is_host(reinterpret_cast<const void*>(a->dst)), is_host(reinterpret_cast<const void*>(a->src))),
+             std::int64_t(a->ByteCount));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
+      auto* a = static_cast<const cuMemcpyAsync_params*>(p);
+      t.copy(api, direction(is_host(reinterpret_cast<const void*>(a->dst)), is_host(reinterpret_cast<const void*>(a->src))),
+             std::int64_t(a->ByteCount));
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      t.launch(cb->symbolName != nullptr ? cb->symbolName : api, launch_blocks_driver(cbid, p));
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
+      auto* a = static_cast<const cuMemAllocHost_v2_params*>(p);
+      t.host_use(HostMemory::Pinned, api, std::int64_t(a->bytesize));
+      if (a->pp != nullptr) t.pinned_alloc(*a->pp, std::int64_t(a->bytesize), api);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc_v2: {  // same parameters (pp, bytesize, Flags)
+      auto* a = static_cast<const cuMemHostAlloc_params*>(p);
+      const bool mapped = (a->Flags & CU_MEMHOSTALLOC_DEVICEMAP) != 0;
+      t.host_use(mapped ? HostMemory::Mapped : HostMemory::Pinned, mapped ? api + "(CU_MEMHOSTALLOC_DEVICEMAP)" : api,
+                 std::int64_t(a->bytesize));
+      if (a->pp != nullptr) t.pinned_alloc(*a->pp, std::int64_t(a->bytesize), api);
+      break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost: t.pinned_free(static_cast<const cuMemFreeHost_params*>(p)->p); break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+      t.host_use(HostMemory::Managed, api, std::int64_t(static_cast<const cuMemAllocManaged_params*>(p)->bytesize));
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2:
+      t.host_use(HostMemory::Registered, api,
+                 std::int64_t(static_cast<const cuMemHostRegister_v2_params*>(p)->bytesize));
+      break;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemHostGetDevicePointer_v2: t.host_use(HostMemory::DevicePointer, api, 0); break;
+    default: break;
+  }
+}
+
+constexpr CUpti_CallbackId kRuntimeCallbacks[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_ptsz_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostGetDevicePointer_v3020,
+};
+
+constexpr CUpti_CallbackId kDriverCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostGetDevicePointer_v2,
+};
+
+bool succeeded(CUpti_CallbackDomain domain, const CUpti_CallbackData* cb) {
+  if (cb->functionReturnValue == nullptr) return false;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return *static_cast<const cudaError_t*>(cb->functionReturnValue) == cudaSuccess;
+  return *static_cast<const CUresult*>(cb->functionReturnValue) == CUDA_SUCCESS;
+}
+
+void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (t_in_callback) return;  // our own cuPointerGetAttribute
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+      ++t_runtime_depth;
+      return;
+    }
+    --t_runtime_depth;
+  } else if (domain != CUPTI_CB_DOMAIN_DRIVER_API || cb->callbackSite != CUPTI_API_EXIT || t_runtime_depth > 0) {
+    return;  // a driver call made by a watched runtime call is recorded by that call
+  }
+  if (!g_open.load(std::memory_order_acquire) || !succeeded(domain, cb)) return;
+  t_in_callback = true;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (g_open.load(std::memory_order_relaxed)) {
+      if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) runtime_exit(cbid, cb, g_trace);
+      else driver_exit(cbid, cb, g_trace);
+    }
+  }
+  t_in_callback = false;
+}
+
+std::string cupti_error(const char* what, CUptiResult r) {
+  const char* text = nullptr;
+  if (g_cupti.result_string != nullptr) g_cupti.result_string(r, &text);
+  return std::string(what) + " failed: " + (text != nullptr ? text : "CUPTI error " + std::to_string(int(r)));
+}
+
+std::string do_install() {
+  if (const char* env = std::getenv("SCANGRADE_POLICY_MONITOR"); env != nullptr && std::strcmp(env, "off") == 0) {
+    return "run-time policy monitoring is off (SCANGRADE_POLICY_MONITOR=off)";
+  }
+  void* lib = nullptr;
+  std::string tried;
+  const char* candidates[] = {
+#ifdef SCANGRADE_CUPTI_LIBRARY
+      SCANGRADE_CUPTI_LIBRARY,
+#endif
+      "libcupti.so.13", "libcupti.so"};
+  for (const char* name : candidates) {
+    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) break;
+    tried += tried.empty() ? name : std::string(", ") + name;
+  }
+  if (lib == nullptr) return "run-time policy monitoring is unavailable: CUPTI could not be loaded (tried " + tried + ")";
+  g_cupti.subscribe = reinterpret_cast<decltype(&cuptiSubscribe)>(dlsym(lib, "cuptiSubscribe"));
+  g_cupti.enable_callback = reinterpret_cast<decltype(&cuptiEnableCallback)>(dlsym(lib, "cuptiEnableCallback"));
+  g_cupti.result_string = reinterpret_cast<decltype(&cuptiGetResultString)>(dlsym(lib, "cuptiGetResultString"));
+  if (g_cupti.subscribe == nullptr || g_cupti.enable_callback == nullptr) {
+    return "run-time policy monitoring is unavailable: the CUPTI library lacks cuptiSubscribe/cuptiEnableCallback";
+  }
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL); cuda != nullptr) {
+    g_pointer_attribute = reinterpret_cast<PointerGetAttribute>(dlsym(cuda, "cuPointerGetAttribute"));
+  }
+  if (CUptiResult r = g_cupti.subscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_api), nullptr);
+      r != CUPTI_SUCCESS) {
+    return "run-time policy monitoring is unavailable: " + cupti_error("cuptiSubscribe", r) +
+           " (another CUPTI client, such as a profiler or compute-sanitizer, may hold the subscription)";
+  }
+  for (CUpti_CallbackId id : kRuntimeCallbacks) {
+    if (CUptiResult r = g_cupti.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id); r != CUPTI_SUCCESS) {
+      return "run-time policy monitoring is unavailable: " + cupti_error("cuptiEnableCallback (runtime API)", r);
+    }
+  }
+  for (CUpti_CallbackId id : kDriverCallbacks) {
+    if (CUptiResult r = g_cupti.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id); r != CUPTI_SUCCESS) {
+      return "run-time policy monitoring is unavailable: " + cupti_error("cuptiEnableCallback (driver API)", r);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string install() {
+  if (!g_installed) {
+    g_unavailable = do_install();
+    g_installed = true;
+  }
+  return g_unavailable;
+}
+
+void begin(Slot slot) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_trace = Trace{};
+  g_slot = slot;
+  g_open.store(g_installed && g_unavailable.empty(), std::memory_order_release);
+}
+
+Findings end() {
+  Trace trace;
+  Slot slot;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_open.store(false, std::memory_order_release);
+    trace = std::move(g_trace);
+    g_trace = Trace{};
+    slot = g_slot;
+  }
+  if (!g_installed || !g_unavailable.empty()) return Findings{};
+  return evaluate(trace, slot);
+}
+
+}  // namespace scangrade::grader::policy
