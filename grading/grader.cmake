@@ -11,6 +11,7 @@ endif()
 set(SCANGRADE_JUDGE_DIR "${CMAKE_SOURCE_DIR}/grading/judge")
 set(SCANGRADE_WORKER_DIR "${CMAKE_SOURCE_DIR}/grading/worker")
 set(SCANGRADE_PROTOCOL_DIR "${CMAKE_SOURCE_DIR}/grading/protocol")
+set(SCANGRADE_CHECKER_DIR "${CMAKE_SOURCE_DIR}/grading/checker")
 # The messages' codec: compiled into the judge, each worker library and the fake worker.
 set(SCANGRADE_PROTOCOL_SOURCES "${SCANGRADE_PROTOCOL_DIR}/messages.cpp")
 
@@ -21,19 +22,29 @@ if(scangrade_gpu_grader)
 add_library(scangrade_alloc_tracker_obj OBJECT ${SCANGRADE_ALLOC_TRACKER})
 target_link_libraries(scangrade_alloc_tracker_obj PRIVATE scangrade_core CUDA::cudart)
 
-# Worker main + protocol + timing. Linked with ONE implementation of scangrade::student::* it is a
-# worker. SCANGRADE_WORKER_TIMING: the "time" mode (reference, CUB, events); off for the CPU
-# emulation backend, which compiles worker_main.cpp with the host compiler.
+# Worker main + protocol. Linked with ONE implementation of scangrade::student::* it is a worker. It
+# links no reference or baseline symbol: the checker (below) times those, in a trusted process. The
+# CPU emulation backend compiles worker_main.cpp with the host compiler.
 add_library(scangrade_worker_main STATIC
   ${SCANGRADE_PROTOCOL_SOURCES}
   ${SCANGRADE_WORKER_DIR}/worker_main.cpp
-  ${SCANGRADE_WORKER_DIR}/worker_timing.cpp
-  ${SCANGRADE_WORKER_DIR}/output_check.cu)
-target_include_directories(scangrade_worker_main PRIVATE ${SCANGRADE_PROTOCOL_DIR})
-target_compile_definitions(scangrade_worker_main PRIVATE SCANGRADE_WORKER_TIMING=1)
+  ${SCANGRADE_CHECKER_DIR}/vmm.cpp)
+target_include_directories(scangrade_worker_main PRIVATE ${SCANGRADE_PROTOCOL_DIR} ${SCANGRADE_CHECKER_DIR})
 target_link_libraries(scangrade_worker_main
-  PUBLIC scangrade_device scangrade_reference CUDA::cudart ${CMAKE_DL_LIBS}
+  PUBLIC scangrade_device CUDA::cudart ${CMAKE_DL_LIBS}
   PRIVATE nlohmann_json::nlohmann_json)
+
+# The checker: the trusted side of a GPU case (grading/checker/checker_main.cpp), started by the judge.
+add_executable(scangrade_checker
+  ${SCANGRADE_PROTOCOL_SOURCES}
+  ${SCANGRADE_CHECKER_DIR}/checker_main.cpp
+  ${SCANGRADE_CHECKER_DIR}/bench.cpp
+  ${SCANGRADE_CHECKER_DIR}/vmm.cpp
+  ${SCANGRADE_CHECKER_DIR}/output_check.cu
+  $<TARGET_OBJECTS:scangrade_alloc_tracker_obj>)
+target_include_directories(scangrade_checker PRIVATE ${SCANGRADE_PROTOCOL_DIR} ${SCANGRADE_CHECKER_DIR})
+target_link_libraries(scangrade_checker PRIVATE scangrade_device scangrade_reference CUDA::cudart
+                      nlohmann_json::nlohmann_json)
 
 # scangrade_add_worker(NAME <libraries or sources that define scangrade::student::*>...)
 function(scangrade_add_worker NAME)
@@ -114,6 +125,8 @@ add_library(scangrade_judge_lib STATIC
   ${SCANGRADE_JUDGE_DIR}/gpu_lock.cpp
   ${SCANGRADE_JUDGE_DIR}/command_line.cpp
   ${SCANGRADE_JUDGE_DIR}/session.cpp
+  ${SCANGRADE_JUDGE_DIR}/case_memory.cpp
+  ${SCANGRADE_JUDGE_DIR}/case_cache.cpp
   ${SCANGRADE_JUDGE_DIR}/functional.cpp
   ${SCANGRADE_JUDGE_DIR}/timing.cpp
   ${SCANGRADE_JUDGE_DIR}/sanitizer.cpp
@@ -141,6 +154,13 @@ foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
   endif()
 endforeach()
 list(JOIN scangrade_gencode ", " scangrade_gencode)
+# the student flags of `make test` (CMakeLists.txt: SCANGRADE_STUDENT_CUDA_FLAGS; README "Compiler flags")
+list(TRANSFORM SCANGRADE_STUDENT_CUDA_FLAGS REPLACE "(.+)" "\"\\1\"" OUTPUT_VARIABLE scangrade_student_cuda_json)
+list(LENGTH CMAKE_CUDA_ARCHITECTURES scangrade_arch_count)
+if(scangrade_arch_count GREATER 1)
+  list(APPEND scangrade_student_cuda_json "\"--threads\", \"0\"")  # one thread per architecture
+endif()
+list(JOIN scangrade_student_cuda_json ", " scangrade_student_cuda_json)
 set(scangrade_cuda_libdir "${CUDAToolkit_LIBRARY_DIR}")
 # emulate: <rewrite> f.cu f.cpp, then <cxx> <cxx_flags> -I<student dir> -c f.cpp, then <cxx> -o worker ... <link>
 set(scangrade_emulate_json "")
@@ -158,9 +178,10 @@ file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"version\": \"${PROJECT_VERSION}\",
   \"nvcc\": \"${CMAKE_CUDA_COMPILER}\",
   \"cxx\": \"${CMAKE_CXX_COMPILER}\",
-  \"cuda_flags\": [\"-std=c++17\", \"-O3\", \"-lineinfo\", ${scangrade_gencode}, \"-I${CMAKE_SOURCE_DIR}/harness/include\"],
-  \"link\": [\"$<JOIN:$<TARGET_OBJECTS:scangrade_alloc_tracker_obj>,\", \">\", \"$<TARGET_FILE:scangrade_worker_main>\", \"$<TARGET_FILE:scangrade_device>\", \"$<TARGET_FILE:scangrade_reference>\", \"$<TARGET_FILE:scangrade_core>\", \"-L${scangrade_cuda_libdir}\", \"-Wl,-rpath,${scangrade_cuda_libdir}\", \"-lcudart\", \"-ldl\", \"-lpthread\", \"-lrt\"],
+  \"cuda_flags\": [\"-std=c++17\", \"-O3\", ${scangrade_student_cuda_json}, ${scangrade_gencode}, \"-I${CMAKE_SOURCE_DIR}/harness/include\"],
+  \"link\": [\"$<JOIN:$<TARGET_OBJECTS:scangrade_alloc_tracker_obj>,\", \">\", \"$<TARGET_FILE:scangrade_worker_main>\", \"$<TARGET_FILE:scangrade_device>\", \"$<TARGET_FILE:scangrade_core>\", \"-L${scangrade_cuda_libdir}\", \"-Wl,-rpath,${scangrade_cuda_libdir}\", \"-lcudart\", \"-ldl\", \"-lpthread\", \"-lrt\"],
   \"judge\": \"$<TARGET_FILE:scangrade_judge>\",
+  \"checker\": \"$<TARGET_FILE:scangrade_checker>\",
   \"sandbox\": \"$<TARGET_FILE:scangrade_sandbox>\",
   \"reference_worker\": \"$<TARGET_FILE:scangrade_worker_reference>\",
   \"student_worker\": \"$<TARGET_FILE:scangrade_worker_student>\"${scangrade_emulate_json}
@@ -183,13 +204,20 @@ if(SCANGRADE_BUILD_TESTS)
   add_executable(scangrade_fake_worker ${SCANGRADE_JUDGE_DIR}/tests/fake_worker.cpp ${SCANGRADE_PROTOCOL_SOURCES})
   target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_PROTOCOL_DIR})
   target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
+  add_executable(scangrade_fake_checker ${SCANGRADE_JUDGE_DIR}/tests/fake_checker.cpp)
+  target_include_directories(scangrade_fake_checker PRIVATE ${SCANGRADE_PROTOCOL_DIR})
+  target_link_libraries(scangrade_fake_checker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
 
+  # The case cache (--case-cache): needs no GPU, so it builds and runs on every grader tree.
+  add_executable(scangrade_case_cache_tests ${SCANGRADE_JUDGE_DIR}/tests/test_case_cache.cpp)
+  target_link_libraries(scangrade_case_cache_tests PRIVATE scangrade_judge_lib GTest::gtest_main)
+  gtest_discover_tests(scangrade_case_cache_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
 endif()
 if(SCANGRADE_BUILD_TESTS AND scangrade_gpu_grader)
   # A known-racy submission (in-place Hillis-Steele): the GPU test expects racecheck to catch it.
   add_library(scangrade_racy_student STATIC ${SCANGRADE_JUDGE_DIR}/tests/racy/slots.cu)
   target_link_libraries(scangrade_racy_student PUBLIC scangrade_core)
-  target_compile_options(scangrade_racy_student PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo>)
+  target_compile_options(scangrade_racy_student PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:${SCANGRADE_STUDENT_CUDA_FLAGS}>")
   scangrade_add_worker(scangrade_worker_racy scangrade_racy_student)
 
   add_executable(scangrade_grader_tests
@@ -205,10 +233,11 @@ if(SCANGRADE_BUILD_TESTS AND scangrade_gpu_grader)
     SCANGRADE_BINARY_DIR="${CMAKE_BINARY_DIR}"
     SCANGRADE_JUDGE="$<TARGET_FILE:scangrade_judge>"
     SCANGRADE_FAKE_WORKER="$<TARGET_FILE:scangrade_fake_worker>"
+    SCANGRADE_FAKE_CHECKER="$<TARGET_FILE:scangrade_fake_checker>"
     SCANGRADE_REFERENCE_WORKER="$<TARGET_FILE:scangrade_worker_reference>"
     SCANGRADE_RACY_WORKER="$<TARGET_FILE:scangrade_worker_racy>"
     SCANGRADE_TOOLCHAIN_JSON="${CMAKE_BINARY_DIR}/grading/toolchain.json")
-  add_dependencies(scangrade_grader_tests scangrade_judge scangrade_fake_worker scangrade_worker_reference
+  add_dependencies(scangrade_grader_tests scangrade_judge scangrade_fake_worker scangrade_fake_checker scangrade_worker_reference
                    scangrade_worker_racy scangrade_worker_main scangrade_alloc_tracker_obj)
   gtest_discover_tests(scangrade_grader_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
 endif()
@@ -217,7 +246,7 @@ endif()
 # reference workers.
 add_custom_target(scangrade_grader DEPENDS scangrade_judge scangrade_sandbox)
 if(scangrade_gpu_grader)
-  add_dependencies(scangrade_grader scangrade_worker_main scangrade_alloc_tracker_obj
+  add_dependencies(scangrade_grader scangrade_worker_main scangrade_alloc_tracker_obj scangrade_checker
                                     scangrade_worker_reference scangrade_worker_student)
 endif()
 if(SCANGRADE_EMULATION)

@@ -21,7 +21,7 @@ std::string usage_text() {
                       [--budget-s 900] [--stop-after-timeouts 3] [--stop-after-crashes 0] [--timeout-scale 1.0] [--sanitizer auto|off]
                       [--compute-sanitizer PATH] [--only-slot SLOT] [--max-n N] [--log-limit 65536]
                       [--sandbox auto|require|off] [--bwrap PATH] [--sandbox-uid N]
-                      [--gpu-lock FILE] [--baseline-cache FILE] [--verbose]
+                      [--gpu-lock FILE] [--baseline-cache FILE] [--case-cache DIR] [--verbose]
 
 Grades one submission: runs every case of the suites through the worker (the only process that links
 the student's code), checks each result against the CPU oracle and writes results.json
@@ -29,6 +29,8 @@ the student's code), checks each result against the CPU oracle and writes result
 
   --worker BIN            worker executable built from the submission (scangrade_worker_*); may be
                           omitted only when --build-json says layout_error or compile_error
+  --checker BIN           scangrade_checker (gpu backend): the trusted process that owns every case
+                          buffer, reads the output itself and prepares and verifies timed calls
   --out FILE              results.json to write (atomically: a temporary file, then a rename)
   --submission-name NAME  recorded in results.submission.name
   --submission-path PATH  recorded in results.submission.path
@@ -84,6 +86,13 @@ the student's code), checks each result against the CPU oracle and writes result
                           harness version. Read and written only with the exclusive GPU lock held;
                           use one FILE per GPU, with --gpu-lock. Without it the baselines are timed
                           in the same process as the student's call, every time
+  --case-cache DIR        share the cases' inputs and oracle outputs among the judges of a batch:
+                          each is made once, kept in DIR/<key>.case (the key: a sha256 of the
+                          harness, the judge's build and the case's id, dtype, n, values, seed and
+                          kind) and read by the others. DIR must be the judges' alone (0700, out of
+                          every worker's reach). A missing, bad or unwritable file is made again
+                          here: the cache never changes a verdict. Ignored with --sandbox off (a
+                          worker could write it). Without it each judge makes its own
   --verbose               one progress line per case on stderr; at the end a line
                           "scangrade_judge: phases functional_s=F timing_s=T lock_wait_s=W sanitizer_s=S
                           prepare_s=P" (T: timed cases, the GPU held exclusively; P: their
@@ -119,6 +128,7 @@ void check_and_complete(Options& o, const std::optional<std::string>& secret_fil
   if (!o.hidden_suites.empty() && (!o.secret || o.secret->empty()))
     throw UsageError("--hidden-suite needs the secret: --secret S or --secret-file F");
   if (o.backend == "emulate" && !o.max_n) o.max_n = kEmulationMaxN;
+  if (o.sandbox == "off") o.case_cache.clear();  // an unconfined worker could write it: other judges would read that
 }
 
 }  // namespace
@@ -152,6 +162,7 @@ Options parse_args(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") o.help = true;
     else if (a == "--worker") o.worker = value(i);
+    else if (a == "--checker") o.checker = value(i);
     else if (a == "--out") o.out = value(i);
     else if (a == "--submission-name") o.submission_name = value(i);
     else if (a == "--submission-path") o.submission_path = value(i);
@@ -175,6 +186,8 @@ Options parse_args(const std::vector<std::string>& args) {
       }
     } else if (a == "--baseline-cache") {
       o.baseline_cache = value(i);
+    } else if (a == "--case-cache") {
+      o.case_cache = value(i);
     }
     else if (a == "--verbose") o.verbose = true;
     else if (a == "--sandbox") {

@@ -13,6 +13,7 @@ namespace scangrade::grader {
 
 struct Options {
   std::string worker;                     // worker executable; may be empty only when the build failed
+  std::string checker;                    // scangrade_checker (gpu backend)
   std::string out;                        // results.json
   std::string submission_name, submission_path;
   std::string backend;                    // "gpu" or "emulate"
@@ -31,6 +32,7 @@ struct Options {
   std::size_t log_limit = 65536;
   std::string gpu_lock;                   // --gpu-lock FILE: shared around GPU use, exclusive around timing
   std::string baseline_cache;             // --baseline-cache FILE: baselines timed once per batch and GPU
+  std::string case_cache;                 // --case-cache DIR: inputs and oracle outputs made once per batch (case_cache.h)
   std::string sandbox = "auto";           // --sandbox auto|require|off (grading/sandbox/sandbox.h)
   std::string bwrap = "bwrap";            // --bwrap PATH: the bubblewrap executable
   std::optional<unsigned> sandbox_uid;    // --sandbox-uid N: the uid student code runs as (when root)

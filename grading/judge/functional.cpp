@@ -1,8 +1,10 @@
 // The functional pass (passes.h): every case once through the worker, checked against the oracle.
+#include <filesystem>
 #include <map>
 #include <future>
 #include <iostream>
 
+#include "case_cache.h"
 #include "passes.h"
 #include "protocol.h"
 #include "scangrade/check.h"
@@ -53,79 +55,106 @@ CaseResult Session::grade(const Entry& e, CaseData data) {
 template <typename T>
 void Session::grade_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected,
                           CaseResult& r) {
-  const Command cmd = command(Mode::Check, e);
-  const std::uint64_t k = cmd.k;
-  if (const std::string why = write_file_atomic(input_path(dir_, k), input.data(), input.size() * sizeof(T), kChannelFileMode);
-      !why.empty()) {
-    harness_fault(r, "the channel folder is not writable: " + why);
-    return;
-  }
-  if (!ensure_worker(r)) {
-    std::remove(input_path(dir_, k).c_str());
-    return;
-  }
-  // the GPU, shared with the other judges' functional runs (not with a judge that times), until
-  // the worker says its GPU part is over (then it writes the output file)
+  Command cmd = command(Mode::Check, e);
+  if (!ensure_worker(r)) return;
+  // the GPU, shared with the other judges' functional runs (not with a judge that times), from the
+  // buffers' setup until their output is read back
   std::optional<GpuLock> gpu;
-  if (const std::string why = take_gpu(GpuLock::Shared, gpu); !why.empty()) {
-    std::remove(input_path(dir_, k).c_str());
-    harness_fault(r, why);
-    return;
+  if (const std::string why = take_gpu(GpuLock::Shared, gpu); !why.empty()) return harness_fault(r, why);
+  CaseMemory* memory = case_memory(r);
+  if (!memory) return;
+  SharedBuffers buffers;
+  if (const std::string why = memory->setup(e.c.n, sizeof(T), input.data(), buffers); !why.empty()) {
+    memory->release();
+    return harness_fault(r, why);
   }
+  cmd.shared = true;
+  cmd.sizes = buffers.sizes;
+  worker_->send_fds(buffers.fds);  // a worker that is gone shows in the exchange
+  buffers.close();       // the worker has its own descriptors now
   bool capped = false;
   const double deadline = cut_at_budget(case_deadline_s(e.c), capped, e.c.slot);
-  const Exchange x = exchange(*worker_, cmd, deadline, capped, log_path_, [&gpu] { gpu.reset(); });
-  gpu.reset();
-  std::remove(input_path(dir_, k).c_str());
+  const Exchange x = exchange(*worker_, cmd, deadline, capped, log_path_);
   if (x.kind != Exchange::Reply) {
+    memory->release();
     from_exchange(x, r);
     drop_worker();
-    std::remove(output_path(dir_, k).c_str());
     return;
   }
   CheckReply reply;
   try {
     reply = x.reply.get<CheckReply>();
   } catch (const MessageError& ex) {
-    garbled(r, ex.what());
-    std::remove(output_path(dir_, k).c_str());
-    return;
+    memory->release();
+    return garbled(r, ex.what());
   }
-  read_check_reply(e, k, reply, input, expected, r);
+  read_check_reply(e, reply, *memory, input, expected, r);
 }
 
-/// The verdict from a well-formed reply and its output file, fail closed.
+/// The verdict from a well-formed reply and the buffers the trusted side reads itself.
 template <typename T>
-void Session::read_check_reply(const Entry& e, std::uint64_t k, const CheckReply& reply, const std::vector<T>& input,
+void Session::read_check_reply(const Entry& e, const CheckReply& reply, CaseMemory& memory, const std::vector<T>& input,
                                const std::vector<double>& expected, CaseResult& r) {
   const Case& c = e.c;
-  const auto unreadable = [&](const std::string& why) {
-    garbled(r, why);
-    std::remove(output_path(dir_, k).c_str());
-  };
   RunRecord<T> run;
   copy_run(reply, run);
   if (!run.not_implemented && run.error.empty()) {
-    const std::uint64_t bytes = output_bytes(c.n);
-    if (reply.out_bytes != bytes)
-      return unreadable("out_bytes " + std::to_string(reply.out_bytes) + ", expected " + std::to_string(bytes));
-    // straight into the record's vectors: no staging copy of what may be half a gigabyte
-    run.output.resize(c.n);
-    run.guard_before.resize(kGuardElements);
-    run.guard_after.resize(kGuardElements);
+    const std::size_t g = kGuardElements;
+    std::vector<T> zone(c.n + 2 * g);
     run.input_after.resize(c.n);
-    const std::string why = read_parts(output_path(dir_, k), output_parts(run));
-    if (!why.empty()) return unreadable("the output file: " + why.substr(why.rfind('/') + 1));
+    if (const std::string why = memory.collect(zone.data(), run.input_after.data()); !why.empty())
+      return harness_fault(r, why);
+    run.guard_before.assign(zone.begin(), zone.begin() + g);
+    run.output.assign(zone.begin() + g, zone.begin() + g + c.n);
+    run.guard_after.assign(zone.begin() + g + c.n, zone.end());
+  } else {
+    memory.release();
   }
-  std::remove(output_path(dir_, k).c_str());
   const Verdict v = judge(c, input, expected, run);
   r.status = v.status;
   r.message = v.message;
   if (v.status == Status::InternalError) errors_.push_back(c.id + ": " + v.message);
+  if (!reply.policy.empty()) policy_finding(e, reply, r);
   if (run.context_broken) {
     r.message += " (the CUDA context is broken: the next case runs in a fresh worker)";
     drop_worker();
   }
+}
+
+CaseMemory* Session::case_memory(CaseResult& r) {
+  if (memory_) return memory_.get();
+  if (o_.backend != "gpu") {
+    memory_ = host_memory();
+    return memory_.get();
+  }
+  try {
+    std::string path = o_.checker;
+    if (path.empty()) {  // built next to the judge
+      std::error_code ec;
+      path = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "scangrade_checker").string();
+    }
+    checker_ = std::make_unique<CheckerProcess>(path, dir_ + "/checker.log");
+  } catch (const std::exception& ex) {
+    harness_fault(r, std::string("cannot start the checker: ") + ex.what());
+    return nullptr;
+  }
+  memory_ = checker_memory(*checker_);
+  return memory_.get();
+}
+
+void Session::policy_finding(const Entry& e, const CheckReply& reply, CaseResult& r) {
+  const std::string rule = reply.policy_rule.empty() ? "host_compute" : reply.policy_rule;
+  const PolicyAction action = policy_action(*e.suite, rule);
+  if (action == PolicyAction::Off) return;
+  const std::string evidence = std::string(student_file(e.c.slot)) + " breaks a rule of the assignment (" + rule +
+                               "): " + reply.policy;
+  if (action == PolicyAction::Flag) {
+    r.message += (r.message.empty() ? "" : "\n") + std::string("policy (flagged, not scored): ") + evidence;
+    return;
+  }
+  r.status = Status::PolicyViolation;
+  r.message = evidence;
+  policy_slots_.emplace(e.c.slot, evidence);
 }
 
 namespace {
@@ -166,7 +195,8 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
   const auto make_ahead = [&](std::size_t from) {
     for (ahead_i = from; ahead_i < entries.size() && !runs(entries[ahead_i]); ++ahead_i) {
     }
-    if (ahead_i < entries.size()) ahead = std::async(std::launch::async, make_case_data, std::cref(entries[ahead_i]));
+    if (ahead_i < entries.size())
+      ahead = std::async(std::launch::async, [&o, &e = entries[ahead_i]] { return cached_case_data(e, o.case_cache); });
   };
   const auto waited = [&] { return session ? session->lock_wait_s() : 0.0; };
   Streaks streaks{o.stop_after_timeouts, o.stop_after_crashes};
@@ -188,8 +218,11 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     } else if (const std::string why = streaks.stops(e.c.slot); !why.empty()) {
       r.status = streaks.status(e.c.slot);
       r.message = why;
+    } else if (const std::string evidence = session->policy_evidence(e.c.slot); !evidence.empty()) {
+      r.status = Status::PolicyViolation;  // the slot scores 0 already: its other cases need not run
+      r.message = "not run: an earlier case of this slot broke a rule of the assignment: " + evidence;
     } else {
-      CaseData data = ahead_i == i ? ahead.get() : make_case_data(e);
+      CaseData data = ahead_i == i ? ahead.get() : cached_case_data(e, o.case_cache);
       make_ahead(i + 1);
       r = session->grade(e, std::move(data));
     }
@@ -202,6 +235,14 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     if (o.verbose)
       std::cerr << "[" << i + 1 << "/" << entries.size() << "] " << e.c.id << ": " << name(r.status) << " ("
                 << format_seconds(r.duration_s) << " s)\n";
+  }
+  // a zero_slot rule: the cases of the slot that ran before the finding do not count either
+  for (std::size_t i = 0; session && i < entries.size(); ++i) {
+    const std::string evidence = session->policy_evidence(entries[i].c.slot);
+    if (evidence.empty() || results[i].status == Status::PolicyViolation) continue;
+    if (results[i].status == Status::CompileError || results[i].status == Status::NotImplemented) continue;
+    results[i].status = Status::PolicyViolation;
+    results[i].message = "not counted: another case of this slot broke a rule of the assignment: " + evidence;
   }
   return std::max(0.0, seconds_since(start) - waited());
 }

@@ -1,6 +1,10 @@
 // Child processes of the judge (process.h).
 #include "process.h"
 
+#include <sys/socket.h>
+
+#include "fd_passing.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -93,7 +97,8 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv_in, const std:
   const std::vector<std::string>& argv = run_ ? run_->argv() : argv_in;
   int in_pipe[2], reply_pipe[2], err_pipe[2];
   if (pipe2(in_pipe, O_CLOEXEC) != 0) throw sys_error("pipe");
-  if (pipe2(reply_pipe, O_CLOEXEC) != 0) throw sys_error("pipe");
+  // the reply channel is a socket: the judge also passes the case buffers' descriptors on it
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, reply_pipe) != 0) throw sys_error("socketpair");
   if (pipe2(err_pipe, O_CLOEXEC) != 0) throw sys_error("pipe");
   const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (log_fd < 0) throw sys_error("cannot open the student log " + log_path);
@@ -123,6 +128,10 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv_in, const std:
     errno = child_errno;
     throw sys_error("cannot start " + argv[0]);
   }
+}
+
+bool WorkerProcess::send_fds(const std::vector<int>& fds) {
+  return from_child_ >= 0 && send_with_fds(from_child_, std::string(1, 'F'), fds);
 }
 
 WorkerProcess::~WorkerProcess() {

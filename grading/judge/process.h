@@ -44,6 +44,8 @@ class WorkerProcess {
 
   /// Sends one line on the worker's stdin; false when the worker is gone.
   bool send(const std::string& line);
+  /// Passes descriptors to the worker on its fd 3 (a socket), ahead of the command that uses them.
+  bool send_fds(const std::vector<int>& fds);
   /// Closes the worker's stdin (it exits at EOF).
   void close_stdin();
 

@@ -92,6 +92,8 @@ double Session::cut_at_budget(double deadline_s, bool& capped, std::optional<Slo
 
 void Session::shutdown() {
   spares_.clear();
+  memory_.reset();
+  checker_.reset();
   if (!worker_) return;
   worker_->close_stdin();
   worker_->wait_exit(after(2.0));
@@ -103,7 +105,7 @@ Command Session::command(Mode mode, const Entry& e) {
   c.k = next_k_++;
   c.nonce = random_hex(16);
   c.mode = mode;
-  c.c = mode == Mode::Check ? e.c : e.input_case;
+  c.c = e.c;
   return c;
 }
 

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "case_memory.h"
 #include "command_line.h"
 #include "gpu_lock.h"
 #include "messages.h"
@@ -86,7 +87,11 @@ class Session {
  public:
   /// `sandbox` (may be null: no sandbox) contains every worker and compute-sanitizer run.
   Session(const Options& o, std::string channel, const sandbox::Sandbox* sandbox = nullptr);
-  ~Session() { worker_.reset(); }
+  ~Session() {
+    worker_.reset();
+    memory_.reset();
+    checker_.reset();
+  }
 
   /// The first worker's hello (nullopt until a worker started).
   const std::optional<Hello>& hello() const { return hello_; }
@@ -101,7 +106,7 @@ class Session {
   /// What a case past its slot's share is told.
   std::string budget_message(Slot slot) const;
   /// Seconds spent waiting for --gpu-lock, timing with it held exclusively, and preparing timed
-  /// inputs on the device (GPU shared), so far.
+  /// cases (the checker's buffers and band, GPU held), so far.
   double lock_wait_s() const { return lock_wait_s_; }
   double timing_s() const { return timing_s_; }
   double prepare_s() const { return prepare_s_; }
@@ -134,16 +139,22 @@ class Session {
   template <typename T>
   void grade_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected, CaseResult& r);
   template <typename T>
-  void read_check_reply(const Entry& e, std::uint64_t k, const CheckReply& reply, const std::vector<T>& input,
+  void read_check_reply(const Entry& e, const CheckReply& reply, CaseMemory& memory, const std::vector<T>& input,
                         const std::vector<double>& expected, CaseResult& r);
+  /// The trusted side of check cases (started on first use; null, with r a harness fault, when it
+  /// cannot start).
+  CaseMemory* case_memory(CaseResult& r);
+  /// A run-time policy finding of the worker's monitor, as the suite's policy says it costs.
+  void policy_finding(const Entry& e, const CheckReply& reply, CaseResult& r);
+  template <typename T>
+  void time_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected, CaseResult& r,
+                  nlohmann::json& cache, bool& cache_changed);
   /// Ends a compute-sanitizer process and reads its report into `run`.
   ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_path,
                       Clock::time_point start, ToolRun run);
   void time_case(const Entry& e, CaseResult& r, nlohmann::json& cache, bool& cache_changed);
-  /// "prepare" for the cases about to be timed, with the GPU shared (prepare_s counts it).
-  void prepare_timed(const std::vector<Entry>& entries, const std::vector<std::size_t>& todo);
 
-  /// A new command numbered k; prepare and time carry the input's case.
+  /// A new command numbered k (check: the case as written; timing: the input's case).
   Command command(Mode mode, const Entry& e);
   /// `deadline_s` cut at what is left of the budget (of `slot`'s share, when given); `capped` says
   /// whether the budget cut it.
@@ -193,6 +204,19 @@ class Session {
   Clock::time_point budget_end_ = Clock::time_point::max();
   std::map<Slot, double> slot_budget_s_, slot_spent_s_;  // each slot's share and what its exchanges took
   double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0;
+  std::unique_ptr<CheckerProcess> checker_;  // the GPU backend's trusted side
+  std::unique_ptr<CaseMemory> memory_;
+  Staging timing_staging_;  // a timed case's input and band, for the checker
+  std::map<Slot, std::string> policy_slots_;  // slots whose code broke a zero_slot rule: the evidence
+
+ public:
+  /// The evidence when a case of `slot` broke a zero_slot rule ("" when none did).
+  std::string policy_evidence(Slot slot) const {
+    const auto it = policy_slots_.find(slot);
+    return it == policy_slots_.end() ? "" : it->second;
+  }
+  /// The checker's device line ("" when no checker runs).
+  std::string checker_device() const { return checker_ ? checker_->device() : ""; }
 };
 
 /// Reads a worker's hello; "" when it is fine, else the message (and sets status).

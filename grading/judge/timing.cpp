@@ -1,11 +1,17 @@
 // The timing pass (Session::time_cases): the passed perf cases timed after every functional run,
 // with the GPU to this judge alone; baselines shared through --baseline-cache.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include "protocol.h"
+#include "case_cache.h"
 #include "session.h"
 #include "results.h"
 #include "text.h"
+#include "timing_method.h"
+#include "scangrade/check.h"
 
 namespace scangrade::grader {
 
@@ -58,12 +64,58 @@ std::optional<Baselines> cached_baselines(const json& cache, const std::string& 
 
 }  // namespace
 
+namespace {
+
+std::string format(const char* fmt, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, a);
+  return buf;
+}
+
+/// Which series of the student's times the timing object reports.
+enum class Clocked { Events, Host, Judge };
+
+/// The timing object's `method`: the method of timing_method.h, with this run's numbers.
+std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked clocked, double overhead_ms) {
+  using namespace timing;
+  std::string method =
+      "median of " + std::to_string(reps) + " repetitions of the slot call, after " + std::to_string(kWarmup) +
+      " warm-up calls; before every call the trusted checker process restored the input from a pristine device "
+      "copy, poisoned the output (calls alternate between two input/output address pairs that the checker owns) "
+      "and flushed the L2 cache with a cudaMemsetAsync over 2x L2 (" +
+      format("%.0f", static_cast<double>(flush_bytes) / (1 << 20)) +
+      " MiB), and after every call it checked the whole output on the device against the case's acceptance band "
+      "before the call's time counted; stopped at >= " + std::to_string(kMinReps) + " repetitions once "
+      "(p75-p25)/median <= " + format("%.2f", kMaxSpread) + ", or at " + std::to_string(kMaxReps) +
+      " repetitions, or after " + format("%.0f", kBudgetSeconds) + " s; ";
+  switch (clocked) {
+    case Clocked::Events:
+      method += "each call timed with CUDA events around it on its stream (the judge's own clock around every call "
+                "bounded these times)";
+      break;
+    case Clocked::Host:
+      method += "the host clock bounded by cudaDeviceSynchronize exceeded the event time by more than 50% and 50 us "
+                "(work on other streams), so the student's time is the host time";
+      break;
+    case Clocked::Judge:
+      method += "the times the submission's process reported were below what the judge's own clock saw around its "
+                "calls, so the student's time is the judge's clock minus the round trip of an empty call (" +
+                format("%.3f", overhead_ms) + " ms)";
+      break;
+  }
+  method += "; the reference, CUB and a device-to-device copy were timed the same way in the checker process ";
+  method += cached ? "on this GPU earlier in the same batch, with the GPU to themselves (the batch's baseline cache)"
+                   : "right before the student's calls";
+  return method;
+}
+
+}  // namespace
+
 void Session::time_cases(const std::vector<Entry>& entries, std::vector<CaseResult>& results) {
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (entries[i].c.perf && results[i].status == Status::Pass) todo.push_back(i);
   if (todo.empty()) return;
-  prepare_timed(entries, todo);
   // the GPU to this judge alone, for all its timed cases in one go
   std::optional<GpuLock> gpu;
   if (const std::string why = take_gpu(GpuLock::Exclusive, gpu); !why.empty()) {
@@ -82,68 +134,202 @@ void Session::time_cases(const std::vector<Entry>& entries, std::vector<CaseResu
   timing_s_ += seconds_since(start);
 }
 
-void Session::prepare_timed(const std::vector<Entry>& entries, const std::vector<std::size_t>& todo) {
-  CaseResult unused;
-  if (!ensure_worker(unused)) return;
-  std::optional<GpuLock> gpu;
-  if (!take_gpu(GpuLock::Shared, gpu).empty()) return;
-  const auto start = Clock::now();
-  for (std::size_t i : todo) {
-    const Exchange x = exchange(*worker_, command(Mode::Prepare, entries[i]), case_deadline_s(entries[i].c), false,
-                                log_path_);
-    if (x.kind != Exchange::Reply) {  // only harness code ran: "time" makes its input itself
-      drop_worker();
-      break;
-    }
-  }
-  prepare_s_ += seconds_since(start);
-}
-
 void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_changed) {
   CaseResult start;
   if (!ensure_worker(start)) return;  // the pass stands; without a timing the slot gets no perf points
-  const std::string key = hello_ ? baseline_key(hello_->device, e) : "";
-  Command cmd = command(Mode::Time, e);
-  cmd.baselines = cached_baselines(cache, key);
-  bool capped = false;
-  const double deadline = cut_at_budget(4 * case_deadline_s(e.c) + 30 * o_.timeout_scale, capped, e.c.slot);
-  const Exchange t = exchange(*worker_, cmd, deadline, capped, log_path_);
-  if (t.kind != Exchange::Reply) {
-    if (t.kind == Exchange::Harness) {  // the harness could not time a passing case: keep the pass
-      errors_.push_back(t.message);
-    } else {
-      from_exchange(t, r);
-      r.message = "the timed repetitions failed: " + r.message;
-    }
-    drop_worker();
+  if (!checker_ && (!case_memory(start) || !checker_)) {
+    errors_.push_back("cannot time " + e.c.id + ": " + start.message);
     return;
   }
-  TimeReply reply;
+  const auto prepared = Clock::now();
+  const CaseData data = cached_case_data(e, o_.case_cache);
+  prepare_s_ += seconds_since(prepared);
+  if (!data.error.empty()) return harness_fault(r, "cannot make the timed case '" + e.c.id + "': " + data.error);
+  if (e.c.dtype == DType::Float32) time_typed<float>(e, data.input.f32, data.expected, r, cache, cache_changed);
+  else time_typed<std::int32_t>(e, data.input.i32, data.expected, r, cache, cache_changed);
+}
+
+template <typename T>
+void Session::time_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected,
+                         CaseResult& r, json& cache, bool& cache_changed) {
+  using namespace timing;
+  const std::string key = baseline_key(checker_->device(), e);
+  const std::optional<Baselines> cached = cached_baselines(cache, key);
+  // the checker: pristine input, band, two input/output pairs it owns (and the baselines)
+  const auto prepared = Clock::now();
+  const std::size_t n = e.c.n, bytes = n * sizeof(T);
+  {
+    const Band<T> band = acceptance_band(input, e.c.kind, expected);
+    if (const std::string why = timing_staging_.reserve(std::max<std::size_t>(3 * bytes, 1)); !why.empty())
+      return errors_.push_back("cannot time " + e.c.id + ": " + why);
+    std::memcpy(timing_staging_.data(), input.data(), bytes);
+    std::memcpy(timing_staging_.data() + bytes, band.lo.data(), bytes);
+    std::memcpy(timing_staging_.data() + 2 * bytes, band.hi.data(), bytes);
+  }
+  std::vector<int> fds;
+  json setup;
   try {
-    reply = t.reply.get<TimeReply>();
-  } catch (const MessageError& ex) {
-    garbled(r, ex.what());
-    return;
+    setup = checker_->request({{"op", "time_setup"},
+                               {"slot", std::string(name(e.c.slot))},
+                               {"dtype", std::string(name(e.c.dtype))},
+                               {"kind", std::string(name(e.c.kind))},
+                               {"n", n},
+                               {"baselines", !cached.has_value()}},
+                              {timing_staging_.fd()}, &fds);
+  } catch (const std::exception& ex) {
+    return errors_.push_back("cannot time " + e.c.id + ": " + ex.what());
   }
-  if (!reply.wrong_output.empty()) {
-    r.status = Status::Fail;
-    r.message = "the case passed, but a timed call did not compute its result: " + reply.wrong_output +
-                ". Results must be computed on every call: the timed calls get fresh, poisoned output buffers at "
-                "alternating addresses, and a slot that returns a remembered result is not timed";
-    return;
+  SharedBuffers buffers;
+  buffers.fds = fds;
+  prepare_s_ += seconds_since(prepared);
+  const auto end_checker = [&] {
+    try {
+      checker_->request({{"op", "time_end"}}, {});
+    } catch (const std::exception&) {
+    }
+  };
+  if (setup.contains("error") || fds.size() != 4) {
+    end_checker();
+    return errors_.push_back("cannot time " + e.c.id + ": the checker: " + setup.value("error", std::string("no buffers")));
   }
-  if (!reply.error.empty()) {
-    r.status = Status::Crash;
-    r.message = "the case passed, then failed during the timed repetitions: " + reply.error;
-    if (reply.context_broken) drop_worker();
-    return;
+  const Baselines used = cached ? *cached : setup.at("baselines").get<Baselines>();
+  const std::size_t flush_bytes = setup.value("flush_bytes", std::size_t{0});
+
+  // the worker maps the four buffers
+  Command begin = command(Mode::TimeBegin, e);
+  begin.shared = true;
+  begin.sizes = setup.at("sizes").get<std::vector<std::uint64_t>>();
+  worker_->send_fds(buffers.fds);
+  buffers.close();
+  const double deadline_s = case_deadline_s(e.c);
+  // a failure of the student's code during the timed calls: the case no longer passes
+  const auto failed = [&](const Exchange& x) {
+    from_exchange(x, r);
+    r.message = "the case passed, then failed during the timed repetitions: " + r.message;
+    drop_worker();
+    end_checker();
+  };
+  if (const Exchange x = exchange(*worker_, begin, 60 * o_.timeout_scale, false, log_path_); x.kind != Exchange::Reply)
+    return failed(x);
+
+  // one call (pair j, or -1: none) bounded by the judge's clock
+  const auto call = [&](int j, TimeCallReply& reply, double& wall_ms) -> std::optional<Exchange> {
+    Command c = command(Mode::TimeCall, e);
+    c.call = j;
+    bool capped = false;
+    const double deadline = cut_at_budget(deadline_s, capped, e.c.slot);
+    const auto t0 = Clock::now();
+    Exchange x = exchange(*worker_, c, deadline, capped, log_path_);
+    wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (x.kind != Exchange::Reply) return x;
+    try {
+      reply = x.reply.get<TimeCallReply>();
+    } catch (const MessageError& ex) {
+      x.kind = Exchange::Garbled;
+      x.message = std::string("the worker's reply was incomplete or garbled (") + ex.what() + ")";
+      return x;
+    }
+    return std::nullopt;
+  };
+  // the round trip of an empty call: what the judge's clock adds to every call
+  std::vector<double> empty_ms;
+  for (int i = 0; i < 5; ++i) {
+    TimeCallReply reply;
+    double wall = 0;
+    if (auto x = call(-1, reply, wall)) return failed(*x);
+    empty_ms.push_back(wall);
   }
-  r.timing = reply.timing;
-  // a baseline measured now goes to the cache (only the harness's own numbers: all three positive)
-  const auto& b = reply.baselines;
-  if (cache.is_object() && !key.empty() && b && reply.measured && b->reference_ms > 0 && b->cub_ms > 0 &&
-      b->copy_ms > 0) {
-    cache[key] = {{"reference_ms", b->reference_ms}, {"cub_ms", b->cub_ms}, {"copy_ms", b->copy_ms},
+  const double overhead_ms = quantile(empty_ms, 0.5);
+
+  std::vector<double> event_ms, host_ms, judge_ms;
+  const auto series_start = Clock::now();
+  for (int i = 0;; ++i) {
+    const int j = i % 2;
+    json primed;
+    try {
+      primed = checker_->request({{"op", "prime"}, {"j", j}}, {});
+    } catch (const std::exception& ex) {
+      primed = {{"error", ex.what()}};
+    }
+    if (primed.contains("error")) {
+      errors_.push_back("cannot time " + e.c.id + ": the checker: " + primed["error"].get<std::string>());
+      end_checker();
+      return;
+    }
+    TimeCallReply reply;
+    double wall = 0;
+    if (auto x = call(j, reply, wall)) return failed(*x);
+    if (!reply.error.empty()) {
+      r.status = Status::Crash;
+      r.message = "the case passed, then failed during the timed repetitions: " + reply.error;
+      if (reply.context_broken) drop_worker();
+      end_checker();
+      return;
+    }
+    json verified;
+    try {
+      verified = checker_->request({{"op", "verify"}, {"j", j}}, {});
+    } catch (const std::exception& ex) {
+      verified = {{"error", ex.what()}};
+    }
+    if (verified.contains("error")) {
+      errors_.push_back("cannot time " + e.c.id + ": the checker: " + verified["error"].get<std::string>());
+      end_checker();
+      return;
+    }
+    if (!verified["outside"].is_null()) {
+      r.status = Status::Fail;
+      r.message = "the case passed, but a timed call did not compute its result: call " + std::to_string(i + 1) + " (" +
+                  std::to_string(std::min(i, kWarmup)) + " warm-up and " + std::to_string(std::max(0, i - kWarmup)) +
+                  " timed calls before it) left element " + std::to_string(verified["outside"].get<std::uint64_t>()) +
+                  " outside the checked result. Results must be computed on every call: the timed calls get fresh, "
+                  "poisoned output buffers at alternating addresses, and a slot that returns a remembered result is "
+                  "not timed";
+      end_checker();
+      Command end = command(Mode::TimeEnd, e);
+      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_path_);
+      return;
+    }
+    if (i < kWarmup) continue;
+    event_ms.push_back(reply.event_ms);
+    host_ms.push_back(reply.host_ms);
+    judge_ms.push_back(std::max(0.0, wall - overhead_ms));
+    if (enough(event_ms, seconds_since(series_start))) break;
+  }
+  if (const Exchange x = exchange(*worker_, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, false, log_path_);
+      x.kind != Exchange::Reply)
+    drop_worker();
+  end_checker();
+
+  // the worker's own times are evidence; the judge's clock bounds them
+  const double event_median = quantile(event_ms, 0.5), host_median = quantile(host_ms, 0.5);
+  const double judge_median = quantile(judge_ms, 0.5);
+  Clocked clocked = host_median > 1.5 * event_median && host_median - event_median > 0.050 ? Clocked::Host
+                                                                                            : Clocked::Events;
+  const double reported = clocked == Clocked::Host ? host_median : event_median;
+  if (reported < 0.8 * judge_median - 0.050) clocked = Clocked::Judge;
+  const Stats mine = summarize(clocked == Clocked::Events ? event_ms : clocked == Clocked::Host ? host_ms : judge_ms);
+
+  // bytes read + written over milliseconds: GB/s = bytes / (ms * 1e6)
+  const auto gbps = [bytes](double ms) { return ms > 0 ? 2.0 * static_cast<double>(bytes) / (ms * 1e6) : 0.0; };
+  Timing t;
+  t.median_ms = mine.median_ms;
+  t.min_ms = mine.min_ms;
+  t.max_ms = mine.max_ms;
+  t.reps = mine.reps;
+  t.spread = mine.spread;
+  t.gbps = gbps(mine.median_ms);
+  t.copy_gbps = gbps(used.copy_ms);
+  t.fraction_of_copy = t.copy_gbps > 0 ? t.gbps / t.copy_gbps : 0.0;
+  t.reference_ms = used.reference_ms;
+  t.cub_ms = used.cub_ms;
+  t.ratio_to_reference = mine.median_ms > 0 ? used.reference_ms / mine.median_ms : 0.0;
+  t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
+  t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms);
+  r.timing = t;
+  // baselines measured now go to the cache (only positive numbers)
+  if (cache.is_object() && !cached && used.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {
+    cache[key] = {{"reference_ms", used.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
                   {"measured_by", o_.submission_name}, {"measured_at", utc_now()}};
     cache_changed = true;
   }

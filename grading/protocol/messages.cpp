@@ -60,14 +60,16 @@ void put_header(json& j, const ReplyHeader& m) {
 std::string name(Mode m) {
   switch (m) {
     case Mode::Check: return "check";
-    case Mode::Prepare: return "prepare";
-    case Mode::Time: return "time";
+    case Mode::TimeBegin: return "time_begin";
+    case Mode::TimeCall: return "time_call";
+    case Mode::TimeEnd: return "time_end";
   }
   return "?";
 }
 
 void to_json(json& j, const Hello& m) {
-  j = {{"hello", 1}, {"device", m.device}, {"driver", m.driver}, {"cuda_runtime", m.cuda_runtime}, {"error", m.error}};
+  j = {{"hello", 1}, {"device", m.device}, {"driver", m.driver}, {"cuda_runtime", m.cuda_runtime}, {"error", m.error},
+       {"monitor", m.monitor}};
 }
 
 void from_json(const json& j, Hello& m) {
@@ -81,6 +83,7 @@ void from_json(const json& j, Hello& m) {
   m.device = optional_text("device");
   m.driver = optional_text("driver");
   m.cuda_runtime = optional_text("cuda_runtime");
+  m.monitor = optional_text("monitor");
 }
 
 void to_json(json& j, const Baselines& m) {
@@ -101,12 +104,10 @@ void to_json(json& j, const Command& m) {
        {"slot", std::string(name(m.c.slot))},
        {"dtype", std::string(name(m.c.dtype))},
        {"kind", std::string(name(m.c.kind))},
-       {"n", m.c.n}};
-  if (m.mode == Mode::Check) return;
-  j["id"] = m.c.id;
-  j["values"] = std::string(name(m.c.values));
-  j["seed"] = m.c.seed;
-  j["baselines"] = m.baselines ? json(*m.baselines) : json(nullptr);
+       {"n", m.c.n},
+       {"shared", m.shared},
+       {"sizes", m.sizes},
+       {"call", m.call}};
 }
 
 void from_json(const json& j, Command& m) {
@@ -115,20 +116,25 @@ void from_json(const json& j, Command& m) {
   m.nonce = f.text("nonce");
   const std::string mode = f.text("mode");
   if (mode == "check") m.mode = Mode::Check;
-  else if (mode == "prepare") m.mode = Mode::Prepare;
-  else if (mode == "time") m.mode = Mode::Time;
+  else if (mode == "time_begin") m.mode = Mode::TimeBegin;
+  else if (mode == "time_call") m.mode = Mode::TimeCall;
+  else if (mode == "time_end") m.mode = Mode::TimeEnd;
   else throw MessageError("unknown mode '" + mode + "'");
   m.c = Case{};
   m.c.slot = known(parse_slot(f.text("slot")), "slot");
   m.c.dtype = known(parse_dtype(f.text("dtype")), "dtype");
   m.c.kind = known(parse_kind(f.text("kind")), "kind");
   m.c.n = f.count("n");
-  m.baselines.reset();
-  if (m.mode == Mode::Check) return;
-  m.c.id = f.text("id");
-  m.c.values = known(parse_value_kind(f.text("values")), "values");
-  m.c.seed = f.count("seed");
-  if (const json* b = f.find("baselines"); b && !b->is_null()) m.baselines = b->get<Baselines>();
+  m.shared = f.flag("shared");
+  const json& sizes = f.at("sizes");
+  if (!sizes.is_array() || sizes.size() > kMaxSharedBuffers) throw MessageError("field 'sizes' is not a short array");
+  m.sizes.clear();
+  for (const json& s : sizes) {
+    if (!s.is_number_unsigned()) throw MessageError("field 'sizes' holds a value that is not a byte count");
+    m.sizes.push_back(s.get<std::uint64_t>());
+  }
+  m.call = static_cast<int>(f.integer("call"));
+  if (m.call < -1 || m.call > 1) throw MessageError("field 'call' is not -1, 0 or 1");
 }
 
 void to_json(json& j, const Stage& m) { j = {{"k", m.k}, {"nonce", m.nonce}, {"stage", m.stage}}; }
@@ -153,7 +159,8 @@ void to_json(json& j, const CheckReply& m) {
   if (!m.not_recomputed.empty()) j["not_recomputed"] = m.not_recomputed;
   j["leaked_bytes"] = m.leaked_bytes;
   j["leak_detail"] = m.leak_detail;
-  j["out_bytes"] = m.out_bytes;
+  j["policy"] = m.policy;
+  j["policy_rule"] = m.policy_rule;
 }
 
 void from_json(const json& j, CheckReply& m) {
@@ -164,7 +171,8 @@ void from_json(const json& j, CheckReply& m) {
     m.context_broken = f.flag("context_broken");
     m.leaked_bytes = f.integer("leaked_bytes");
     m.leak_detail = f.text("leak_detail");
-    m.out_bytes = f.count("out_bytes");
+    m.policy = f.text("policy");
+    m.policy_rule = f.text("policy_rule");
   } catch (const MessageError&) {
     throw MessageError("a field is missing or has the wrong type");
   }
@@ -178,12 +186,6 @@ void from_json(const json& j, CheckReply& m) {
     if (!stale->is_string()) throw MessageError("field 'not_recomputed' is not a string");
     m.not_recomputed = stale->get<std::string>();
   }
-}
-
-void to_json(json& j, const PrepareReply& m) {
-  j = json::object();
-  put_header(j, m);
-  j["prepared"] = m.prepared;
 }
 
 void to_json(json& j, const Timing& m) {
@@ -221,46 +223,25 @@ void from_json(const json& j, Timing& m) {
   f.nothing_else();
 }
 
-void to_json(json& j, const TimeReply& m) {
+void to_json(json& j, const TimeCallReply& m) {
   j = json::object();
   put_header(j, m);
-  j["timing"] = m.timing ? json(*m.timing) : json(nullptr);
-  if (!m.wrong_output.empty()) j["wrong_output"] = m.wrong_output;
-  if (m.baselines) {
-    j["baselines"] = *m.baselines;
-    j["baselines"]["measured"] = m.measured;
-  }
+  j["event_ms"] = m.event_ms;
+  j["host_ms"] = m.host_ms;
 }
 
-void from_json(const json& j, TimeReply& m) {
+void from_json(const json& j, TimeCallReply& m) {
   Fields f(j);
-  const json* error = f.find("error");
-  if (!error || !error->is_string() || !f.find("timing")) throw MessageError("a field of the timing reply is missing");
-  m.error = error->get<std::string>();
-  const json* broken = f.find("context_broken");
-  m.context_broken = broken && broken->is_boolean() && broken->get<bool>();
-  m.timing.reset();
-  m.baselines.reset();
-  m.measured = false;
-  const json* wrong = f.find("wrong_output");
-  if (wrong && !wrong->is_string()) throw MessageError("a field of the timing reply is not of its type");
-  m.wrong_output = wrong ? wrong->get<std::string>() : "";
-  if (!m.error.empty() || !m.wrong_output.empty()) return;
   try {
-    m.timing = j["timing"].get<Timing>();
+    m.error = f.text("error");
+    m.context_broken = f.flag("context_broken");
+    m.event_ms = f.number("event_ms");
+    m.host_ms = f.number("host_ms");
   } catch (const MessageError&) {
-    throw MessageError("the timing object does not have the schema's fields");
+    throw MessageError("a field of the time_call reply is missing or has the wrong type");
   }
-  // only a cache is fed from these: anything ill-formed is simply not kept
-  const json* b = f.find("baselines");
-  if (!b || !b->is_object() || !b->contains("measured") || !(*b)["measured"].is_boolean()) return;
-  json numbers = *b;
-  numbers.erase("measured");
-  try {
-    m.baselines = numbers.get<Baselines>();
-    m.measured = (*b)["measured"].get<bool>();
-  } catch (const MessageError&) {
-  }
+  if (!(m.event_ms >= 0 && m.host_ms >= 0 && m.event_ms < 1e9 && m.host_ms < 1e9))
+    throw MessageError("a time of the time_call reply is not a finite time");
 }
 
 bool answers(const json& reply, const Command& command) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,9 @@
 #include "scangrade/suite.h"
 
 namespace scangrade::grader {
+
+/// The most buffers one command shares with the worker.
+inline constexpr std::size_t kMaxSharedBuffers = 4;
 
 /// A message that does not have the protocol's fields.
 struct MessageError : std::runtime_error {
@@ -30,6 +34,7 @@ struct MessageError : std::runtime_error {
 struct Hello {
   std::string device, driver, cuda_runtime;
   std::string error;  // non-empty: no kernel can run here
+  std::string monitor;  // why the policy monitor is off ("" when it watches every call)
 };
 
 /// Medians (ms) of the baselines of one case on one GPU.
@@ -37,19 +42,23 @@ struct Baselines {
   double reference_ms = 0, cub_ms = 0, copy_ms = 0;
 };
 
-enum class Mode { Check, Prepare, Time };
+/// check: one guarded slot call. time_begin / time_call / time_end: the timed calls of one case
+/// (README.md): the buffers come from the trusted side, the judge's clock bounds every call.
+enum class Mode { Check, TimeBegin, TimeCall, TimeEnd };
 
 /// judge -> worker, one per line on the worker's stdin.
 struct Command {
   std::uint64_t k = 0;  // numbers the command (and its files in the channel folder)
   std::string nonce;    // fresh per command: a reply must repeat it
   Mode mode = Mode::Check;
-  /// check: slot, dtype, kind, n. prepare and time: also id, values and seed (the input's seed, the
-  /// secret mixed in), from which the worker makes the input itself.
-  Case c{};
-  /// time (and prepare, in timing workers: see README.md): the cached baselines, or none (measure
-  /// them).
-  std::optional<Baselines> baselines;
+  Case c{};             // slot, dtype, kind, n
+  /// check: true when the buffers are the trusted side's (their descriptors arrive on fd 3 just
+  /// before the command: the input, then the output zone); false: the worker reads the input from
+  /// DIR/in-K.bin into buffers of its own and returns no output (compute-sanitizer runs).
+  /// time_begin: always shared (in 0, in 1, out 0, out 1).
+  bool shared = false;
+  std::vector<std::uint64_t> sizes;  // bytes of each shared buffer, in the order of the descriptors
+  int call = -1;                     // time_call: the buffer pair (0 or 1), or -1: no slot call (calibration)
 };
 
 /// worker -> judge: the GPU part of a check is over (at most once, before its reply).
@@ -68,14 +77,15 @@ struct ReplyHeader {
   bool context_broken = false;
 };
 
-/// The reply to "check". The output file DIR/out-K.bin holds out_bytes bytes (0 when there is none).
+/// The reply to "check". The output stays in the trusted side's buffers: the judge reads it there.
 struct CheckReply : ReplyHeader {
   bool not_implemented = false;
   std::int64_t leaked_bytes = 0;
   std::string leak_detail;
-  std::uint64_t out_bytes = 0;
   std::string race;  // emulation workers: non-empty when the thread orders' results differ
   std::string not_recomputed;  // emulation workers: a repeated call left the result unwritten
+  std::string policy;          // what the worker's policy monitor saw ("" when nothing), evidence
+  std::string policy_rule;     // its rule: host_compute, library, launch
 };
 
 /// Copies the fields a run record (check.h) and a CheckReply share, either way: the worker puts
@@ -92,11 +102,6 @@ void copy_run(const From& from, To& to) {
   to.not_recomputed = from.not_recomputed;
 }
 
-/// The reply to "prepare": whether the input now waits on the device.
-struct PrepareReply : ReplyHeader {
-  bool prepared = false;
-};
-
 /// The results schema's `timing` object (grading/results.schema.json): exactly these keys.
 struct Timing {
   double median_ms = 0, min_ms = 0, max_ms = 0;
@@ -106,13 +111,11 @@ struct Timing {
   std::string method;
 };
 
-/// The reply to "time". Decoding: "error" and "timing" must be there; the timing object is read
-/// only when error is empty; baselines are kept only when well-formed (they only feed a cache).
-struct TimeReply : ReplyHeader {
-  std::string wrong_output;            // a timed call's output was not the checked result ("" when all were)
-  std::optional<Timing> timing;
-  std::optional<Baselines> baselines;  // the ones the timing used
-  bool measured = false;               // measured now (not taken from the command)
+/// The reply to "time_call": the times the worker measured itself (evidence: the judge's own clock
+/// bounds them). Decoding: both numbers, finite and >= 0.
+struct TimeCallReply : ReplyHeader {
+  double event_ms = 0;  // CUDA events around the call on its stream
+  double host_ms = 0;   // the worker's host clock between two cudaDeviceSynchronize calls
 };
 
 std::string name(Mode m);
@@ -129,13 +132,11 @@ void to_json(nlohmann::json& j, const ReplyHeader& m);
 void to_json(nlohmann::json& j, const CheckReply& m);
 /// Messages: "a field is missing or has the wrong type", "field 'race' is not a string".
 void from_json(const nlohmann::json& j, CheckReply& m);
-void to_json(nlohmann::json& j, const PrepareReply& m);
 void to_json(nlohmann::json& j, const Timing& m);
 void from_json(const nlohmann::json& j, Timing& m);
-void to_json(nlohmann::json& j, const TimeReply& m);
-/// Messages: "a field of the timing reply is missing", "the timing object does not have the
-/// schema's fields".
-void from_json(const nlohmann::json& j, TimeReply& m);
+void to_json(nlohmann::json& j, const TimeCallReply& m);
+/// Messages: "a field of the time_call reply is missing or has the wrong type".
+void from_json(const nlohmann::json& j, TimeCallReply& m);
 
 /// True when `reply` is an object whose k and nonce are the command's.
 bool answers(const nlohmann::json& reply, const Command& command);

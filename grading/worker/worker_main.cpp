@@ -7,16 +7,20 @@
 // reference_as_student.cpp) and harness/src/alloc_tracker.cpp. Only CUDA runtime API calls here, so
 // that the same file also builds against the CPU emulation backend (without SCANGRADE_WORKER_TIMING).
 // Messages: grading/protocol (README.md there).
+#include <chrono>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -34,7 +38,13 @@
 #endif
 #include "scangrade/implementation.h"
 #include "scangrade/inputs.h"
-#include "worker_timing.h"
+#include "fd_passing.h"
+#include "policy_monitor.h"
+#ifdef SCANGRADE_EMULATED
+#include "scangrade/emu.h"
+#else
+#include "vmm.h"
+#endif
 
 SCANGRADE_IMPLEMENTATION(scangrade_worker_binding, "student", scangrade::student)
 
@@ -72,134 +82,167 @@ std::vector<T> read_input(const std::string& dir, const Command& c) {
   return input;
 }
 
-/// mode "check": one guarded call; returns false when this process cannot run more cases. Says
-/// {"stage": "ran"} before it writes the output file.
+/// The buffers the trusted side shares for one command, mapped here (shared_buffers: the
+/// descriptors arrive on the reply socket just before the command).
+class SharedMappings {
+ public:
+  SharedMappings(const Command& c) {
+    std::string byte;
+    std::vector<int> fds;
+    if (!receive_with_fds(g_reply_fd, byte, fds, 1)) throw std::runtime_error("the case buffers did not arrive");
+    fds_ = fds;
+    if (fds.size() != c.sizes.size()) throw std::runtime_error("the case buffers do not match the command");
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+#ifdef SCANGRADE_EMULATED
+      void* p = mmap(nullptr, c.sizes[i], PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
+      if (p == MAP_FAILED) throw std::runtime_error(std::string("mapping a case buffer: ") + std::strerror(errno));
+      emu::adopt_memory(p, c.sizes[i]);
+      maps_.push_back({p, c.sizes[i]});
+#else
+      vmm::Mapping m;
+      if (const std::string why = vmm::import(fds[i], c.sizes[i], m); !why.empty())
+        throw std::runtime_error("mapping a case buffer: " + why);
+      maps_.push_back(m);
+#endif
+    }
+  }
+  ~SharedMappings() {
+    for (auto& m : maps_) {
+#ifdef SCANGRADE_EMULATED
+      emu::forget_memory(m.ptr);
+      munmap(m.ptr, m.size);
+#else
+      vmm::release(m);
+#endif
+    }
+    for (int fd : fds_) close(fd);
+  }
+  template <typename T>
+  T* at(std::size_t i) const { return static_cast<T*>(maps_.at(i).ptr); }
+
+ private:
+#ifdef SCANGRADE_EMULATED
+  struct Mapping {
+    void* ptr;
+    std::size_t size;
+  };
+  std::vector<Mapping> maps_;
+#else
+  std::vector<vmm::Mapping> maps_;
+#endif
+  std::vector<int> fds_;
+};
+
+/// mode "check": one guarded call; returns false when this process cannot run more cases.
+/// Shared buffers: the output stays where the trusted side reads it. Local buffers (compute-
+/// sanitizer runs): the input comes from the channel folder and no output goes back.
 template <typename T>
 bool check(const std::string& dir, const Command& c, CheckReply& r) {
-  const std::vector<T> input = read_input<T>(dir, c);
   const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.c.slot, c.c.kind);
+  RunRecord<T> run;
+  policy::Findings findings;
+  bool monitored = false;
+  if (c.shared) {
+    if (c.sizes.size() != 2 || c.sizes[0] < c.c.n * sizeof(T) || c.sizes[1] < (c.c.n + 2 * kGuardElements) * sizeof(T))
+      throw std::runtime_error("the case buffers are smaller than the case");
+    const SharedMappings buffers(c);
+    policy::begin(c.c.slot);
+    monitored = true;
 #ifdef SCANGRADE_EMULATED
-  RunRecord<T> run = run_emulated(fn, input);  // under several thread orders: races show
+    run = run_emulated_in_place(fn, buffers.at<const T>(0), buffers.at<T>(1), c.c.n,
+                                [&findings] { findings = policy::end(); });
 #else
-  RunRecord<T> run = run_on_device(fn, input);
+    run = run_in_place(fn, buffers.at<const T>(0), buffers.at<T>(1) + kGuardElements, c.c.n);
+    findings = policy::end();
 #endif
-  // the GPU part is over: the judge lets other judges time while this process writes the output
-  reply(Stage{c.k, c.nonce});
+  } else {
+    const std::vector<T> input = read_input<T>(dir, c);
+#ifdef SCANGRADE_EMULATED
+    run = run_emulated(fn, input);
+#else
+    run = run_on_device(fn, input);
+#endif
+  }
   copy_run(run, r);
-  r.out_bytes = 0;
-  if (!run.not_implemented && run.error.empty()) {
-    const std::vector<Part> parts = output_parts(run);
-    const std::string why = write_parts_atomic(output_path(dir, c.k), parts);
-    if (!why.empty()) throw std::runtime_error(why);
-    for (const Part& p : parts) r.out_bytes += p.bytes;
+  if (monitored) {
+    r.policy = findings.violation;
+    r.policy_rule = findings.rule;
+    if (findings.pinned_leaked_bytes > 0 && run.error.empty() && !run.not_implemented) {
+      r.leaked_bytes += findings.pinned_leaked_bytes;
+      r.leak_detail += ", " + findings.pinned_detail;
+    }
   }
   return !run.context_broken;
 }
 
-#ifdef SCANGRADE_WORKER_TIMING
-/// A timed case's input and the acceptance band of its output (check.h), on the device.
-struct Prepared {
-  void* input = nullptr;
-  void* lo = nullptr;
-  void* hi = nullptr;
-  void release() {
-    for (void* p : {input, lo, hi}) cudaFree(p);
-    input = lo = hi = nullptr;
+#ifndef SCANGRADE_EMULATED
+/// The timed calls of one case (time_begin .. time_end): the trusted side's two input/output pairs,
+/// a stream and two events.
+struct Timed {
+  std::unique_ptr<SharedMappings> buffers;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ~Timed() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (stream) cudaStreamDestroy(stream);
   }
 };
+std::unique_ptr<Timed> g_timed;
 
-/// Timed cases made and copied to the device ahead of their "time" command ("prepare"), by case.
-std::map<std::string, Prepared> g_prepared;
-
-/// Makes the case's input, the oracle's result and its band, and copies input and band to the
-/// device. False when there is no room on the device (out of memory is not sticky); throws when a
-/// copy fails.
-template <typename T>
-bool make_on_device(const Case& c, Prepared& p) {
-  const std::vector<T> input = make_input<T>(c);
-  const Band<T> band = acceptance_band(input, c.kind, oracle_scan(input, c.kind));
-  const std::size_t bytes = input.size() * sizeof(T) + 1;
-  for (void** d : {&p.input, &p.lo, &p.hi})
-    if (cudaMalloc(d, bytes) != cudaSuccess) {
-      cudaGetLastError();
-      p.release();
-      return false;
-    }
-  cudaError_t err = cudaMemcpy(p.input, input.data(), bytes - 1, cudaMemcpyHostToDevice);
-  if (err == cudaSuccess) err = cudaMemcpy(p.lo, band.lo.data(), bytes - 1, cudaMemcpyHostToDevice);
-  if (err == cudaSuccess) err = cudaMemcpy(p.hi, band.hi.data(), bytes - 1, cudaMemcpyHostToDevice);
-  if (err == cudaSuccess) err = cudaDeviceSynchronize();
-  if (err != cudaSuccess) {
-    p.release();
-    throw std::runtime_error(std::string("copying a timed case to the device: ") + cudaGetErrorString(err));
-  }
-  return true;
+void time_begin(const Command& c) {
+  g_timed.reset();
+  if (c.sizes.size() != 4) throw std::runtime_error("time_begin needs four buffers");
+  for (std::uint64_t s : c.sizes)
+    if (s < c.c.n * 4) throw std::runtime_error("the timed buffers are smaller than the case");
+  auto t = std::make_unique<Timed>();
+  t->buffers = std::make_unique<SharedMappings>(c);
+  check_cuda(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "timing setup");
+  check_cuda(cudaEventCreate(&t->start), "cudaEventCreate", "timing setup");
+  check_cuda(cudaEventCreate(&t->stop), "cudaEventCreate", "timing setup");
+  g_timed = std::move(t);
 }
 
-std::string prepared_key(const Command& c) {
-  return c.c.id + " " + std::string(name(c.c.dtype)) + " " + std::to_string(c.c.n) + " " +
-         std::to_string(c.c.seed) + " " + std::string(name(c.c.values));
-}
-#endif
-
-/// mode "prepare": the input of a later "time" command, made now and left on the device, so that
-/// the judge's exclusive hold of the GPU is spent timing. prepared stays false when there is no
-/// room on the device (then "time" makes the input itself).
+/// One timed call on pair c.call (or, for -1, none: the judge measures its own overhead).
 template <typename T>
-void prepare(const Command& c, PrepareReply& r) {
-#ifdef SCANGRADE_WORKER_TIMING
-  const std::string key = prepared_key(c);
-  if (g_prepared.count(key)) {
-    r.prepared = true;
-    return;
-  }
-  Prepared p;
-  if (!make_on_device<T>(c.c, p)) return;
-  g_prepared[key] = p;
-  r.prepared = true;
-#else
-  (void)c;
-  (void)r;
-#endif
-}
-
-/// mode "time": the timing object (worker_timing.h); returns false when the context broke.
-template <typename T>
-bool time(const Command& c, TimeReply& r) {
-#ifdef SCANGRADE_WORKER_TIMING
-  Prepared p;
-  const auto found = g_prepared.find(prepared_key(c));
-  if (found != g_prepared.end()) {
-    p = found->second;
-    g_prepared.erase(found);
-  } else if (!make_on_device<T>(c.c, p)) {
-    throw std::runtime_error("no room on the device for the timed case");
+bool time_call(const Command& c, TimeCallReply& r) {
+  if (!g_timed) throw std::runtime_error("time_call without time_begin");
+  Timed& t = *g_timed;
+  if (c.call < 0) {
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", "timing");
+    return true;
   }
   const ScanFn<T> fn = scangrade_worker_binding().get<T>(c.c.slot, c.c.kind);
-  bool go_on = true;
+  const T* in = t.buffers->at<const T>(static_cast<std::size_t>(c.call));
+  T* out = t.buffers->at<T>(2 + static_cast<std::size_t>(c.call));
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize", "timing");
+  const auto host_start = std::chrono::steady_clock::now();
+  check_cuda(cudaEventRecord(t.start, t.stream), "cudaEventRecord", "timing");
   try {
-    Baselines used;
-    const DeviceBand<T> band{static_cast<const T*>(p.lo), static_cast<const T*>(p.hi)};
-    r.timing = time_slot<T>(fn, c.c.slot, c.c.kind, static_cast<const T*>(p.input), c.c.n, true, band, c.baselines, used);
-    r.baselines = used;
-    r.measured = !c.baselines.has_value();
-  } catch (const WrongTimedOutput& e) {
-    r.wrong_output = e.what();
-  } catch (const StudentFault& e) {
-    r.error = e.what();
-    cudaGetLastError();
-    const bool broken = cudaDeviceSynchronize() != cudaSuccess;
-    r.context_broken = broken;
-    go_on = !broken;
+    fn(in, out, c.c.n, t.stream);
+  } catch (const std::exception& e) {
+    r.error = std::string("the call threw an exception: ") + e.what();
+  } catch (...) {
+    r.error = "the call threw a non-standard exception";
   }
-  p.release();
-  return go_on;
-#else
-  (void)c;
-  r.harness_error = "this worker was built without timing (SCANGRADE_WORKER_TIMING)";
+  cudaError_t err = cudaEventRecord(t.stop, t.stream);
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  if (err == cudaSuccess) err = cudaGetLastError();
+  const auto host_stop = std::chrono::steady_clock::now();
+  if (r.error.empty() && err != cudaSuccess)
+    r.error = std::string("CUDA error after the call: ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+  if (!r.error.empty()) {
+    cudaGetLastError();
+    r.context_broken = cudaDeviceSynchronize() != cudaSuccess;
+    return !r.context_broken;
+  }
+  float ms = 0;
+  check_cuda(cudaEventElapsedTime(&ms, t.start, t.stop), "cudaEventElapsedTime", "timing");
+  r.event_ms = ms;
+  r.host_ms = std::chrono::duration<double, std::milli>(host_stop - host_start).count();
   return true;
-#endif
 }
+#endif
 
 /// Runs one command line; returns false when this process cannot run more cases (a sticky CUDA
 /// error). Every failure of the harness becomes the reply's harness_error.
@@ -217,18 +260,30 @@ bool run_command(const std::string& dir, const std::string& line) {
         reply(r);
         return go_on;
       }
-      case Mode::Prepare: {
-        PrepareReply r{header};
-        f32 ? prepare<float>(c, r) : prepare<std::int32_t>(c, r);
-        reply(r);
+#ifdef SCANGRADE_EMULATED
+      case Mode::TimeBegin:
+      case Mode::TimeCall:
+      case Mode::TimeEnd:
+        header.harness_error = "worker: the CPU emulation backend has no timing";
+        break;
+#else
+      case Mode::TimeBegin: {
+        time_begin(c);
+        reply(header);
         return true;
       }
-      case Mode::Time: {
-        TimeReply r{header};
-        const bool go_on = f32 ? time<float>(c, r) : time<std::int32_t>(c, r);
+      case Mode::TimeCall: {
+        TimeCallReply r{header};
+        const bool go_on = f32 ? time_call<float>(c, r) : time_call<std::int32_t>(c, r);
         reply(r);
         return go_on;
       }
+      case Mode::TimeEnd: {
+        g_timed.reset();
+        reply(header);
+        return true;
+      }
+#endif
     }
   } catch (const std::exception& e) {
     header.harness_error = std::string("worker: ") + e.what();
@@ -238,7 +293,8 @@ bool run_command(const std::string& dir, const std::string& line) {
 }
 
 int serve(const std::string& dir) {
-  const Hello h = hello();
+  Hello h = hello();
+  if (h.error.empty()) h.monitor = policy::install();  // before any call of the student's
   reply(h);
   if (!h.error.empty()) return 0;  // the judge reads the reason from hello
 

@@ -109,10 +109,28 @@ std::string device_description() {
 }
 
 template <typename T>
+RunRecord<T> run_in_place(const ScanFn<T>& fn, const T* d_in, T* d_out, std::size_t n) {
+  RunRecord<T> record;
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  const MemoryBalance before = measure_memory();
+  record.error = call_slot(fn, d_in, d_out, n, stream, record.not_implemented);
+  const MemoryBalance after = measure_memory();
+  if (!record.error.empty()) {
+    // A sticky error (illegal address...) makes every later call fail: this process is done.
+    cudaGetLastError();
+    record.context_broken = cudaDeviceSynchronize() != cudaSuccess;
+  } else if (!record.not_implemented) {
+    record.leaked_bytes = lost_bytes(before, after, record.leak_detail);
+  }
+  cudaStreamDestroy(stream);
+  return record;
+}
+
+template <typename T>
 RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
   const std::size_t n = input.size();
   const std::size_t g = kGuardElements;
-  RunRecord<T> record;
 
   // Set up: input, and d_out poisoned between two canary guard zones.
   DeviceBuffer d_in(n * sizeof(T));
@@ -126,24 +144,9 @@ RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
   // student's stream does not wait for the legacy stream: without this the poison can arrive in
   // d_out after the student's kernels wrote it (seen under load on an H100).
   check_cuda(cudaDeviceSynchronize(), "waiting for the input and the poison to land");
-  cudaStream_t stream;
-  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  T* d_out = d_out_zone.as<T>() + g;
 
-  const MemoryBalance before = measure_memory();
-  record.error = call_slot(fn, d_in.as<T>(), d_out, n, stream, record.not_implemented);
-  const MemoryBalance after = measure_memory();
-  if (!record.error.empty()) {
-    // A sticky error (illegal address...) makes every later call fail: this process is done.
-    cudaGetLastError();
-    record.context_broken = cudaDeviceSynchronize() != cudaSuccess;
-    cudaStreamDestroy(stream);
-    return record;
-  }
-  if (record.not_implemented) {
-    cudaStreamDestroy(stream);
-    return record;
-  }
+  RunRecord<T> record = run_in_place(fn, d_in.as<T>(), d_out_zone.as<T>() + g, n);
+  if (!record.error.empty() || record.not_implemented) return record;
   // Read back everything the verdict needs.
   check_cuda(cudaMemcpy(zone.data(), d_out_zone.as<T>(), zone.size() * sizeof(T), cudaMemcpyDeviceToHost),
               "reading the output back");
@@ -153,14 +156,14 @@ RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input) {
   record.input_after.resize(n);
   check_cuda(cudaMemcpy(record.input_after.data(), d_in.as<T>(), n * sizeof(T), cudaMemcpyDeviceToHost),
               "reading the input back");
-
-  record.leaked_bytes = lost_bytes(before, after, record.leak_detail);
-  cudaStreamDestroy(stream);
   return record;
 }
 
 template RunRecord<std::int32_t> run_on_device<std::int32_t>(const ScanFn<std::int32_t>&,
                                                              const std::vector<std::int32_t>&);
 template RunRecord<float> run_on_device<float>(const ScanFn<float>&, const std::vector<float>&);
+template RunRecord<std::int32_t> run_in_place<std::int32_t>(const ScanFn<std::int32_t>&, const std::int32_t*,
+                                                            std::int32_t*, std::size_t);
+template RunRecord<float> run_in_place<float>(const ScanFn<float>&, const float*, float*, std::size_t);
 
 }  // namespace scangrade

@@ -83,6 +83,41 @@ RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input) {
   return forward;
 }
 
+template <typename T>
+RunRecord<T> run_emulated_in_place(const ScanFn<T>& fn, const T* d_in, T* d_zone, std::size_t n,
+                                   const std::function<void()>& after_first) {
+  using emu::ThreadOrder;
+  const std::size_t g = kGuardElements;
+  const std::vector<T> input(d_in, d_in + n);  // emulated device memory is host memory
+  emu::set_thread_order(ThreadOrder::Forward);
+  RunRecord<T> forward = run_in_place(fn, d_in, d_zone + g, n);
+  if (after_first) after_first();
+  if (!forward.error.empty() && *emu::last_diagnostic()) forward.error += "\n  " + std::string(emu::last_diagnostic());
+  if (n <= kThreadOrdersMaxN && !forward.not_implemented && forward.error.empty()) {
+    forward.guard_before.assign(d_zone, d_zone + g);
+    forward.output.assign(d_zone + g, d_zone + g + n);
+    forward.guard_after.assign(d_zone + g + n, d_zone + 2 * g + n);
+    forward.input_after.assign(d_in, d_in + n);
+    for (const ThreadOrder order : {ThreadOrder::Reverse, ThreadOrder::Random}) {
+      emu::clear_error();
+      emu::set_thread_order(order, kRandomOrderSeed);
+      const RunRecord<T> other = run_on_device(fn, input);
+      forward.not_recomputed = left_unwritten(forward, other);
+      if (!forward.not_recomputed.empty()) break;
+      forward.race = first_difference(forward, other, "forward", emu::to_string(order));
+      if (!forward.race.empty()) break;
+    }
+    emu::set_thread_order(ThreadOrder::Forward);
+  }
+  return forward;
+}
+
+template RunRecord<std::int32_t> run_emulated_in_place<std::int32_t>(const ScanFn<std::int32_t>&, const std::int32_t*,
+                                                                     std::int32_t*, std::size_t,
+                                                                     const std::function<void()>&);
+template RunRecord<float> run_emulated_in_place<float>(const ScanFn<float>&, const float*, float*, std::size_t,
+                                                       const std::function<void()>&);
+
 template RunRecord<std::int32_t> run_emulated<std::int32_t>(const ScanFn<std::int32_t>&,
                                                             const std::vector<std::int32_t>&);
 template RunRecord<float> run_emulated<float>(const ScanFn<float>&, const std::vector<float>&);

@@ -19,7 +19,7 @@ const std::set<std::string> kCaseFields = {"id",     "slot",   "dtype",      "ki
                                            "seed",   "points", "visibility", "why",  "perf", "timeout_s",
                                            "sanitize"};
 constexpr const char* kIdChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
-const std::set<std::string> kTopFields = {"suite", "version", "description", "defaults", "cases", "performance"};
+const std::set<std::string> kTopFields = {"suite", "version", "description", "defaults", "cases", "performance", "policy"};
 
 /// Builds "FILE: cases[3] (id 'x'): field 'n': MESSAGE".
 class RowContext {
@@ -166,6 +166,24 @@ std::map<Slot, double> parse_performance(const json& perf, const std::string& or
   return points;
 }
 
+std::map<std::string, PolicyAction> parse_policy(const json& policy, const std::string& origin) {
+  const std::string where = origin + ": field 'policy'";
+  if (!policy.is_object())
+    throw SuiteError(where + ": expected an object like {\"host_compute\": \"zero_slot\", \"launch\": \"flag\"}");
+  std::map<std::string, PolicyAction> actions;
+  for (const auto& item : policy.items()) {
+    if (std::find(std::begin(kPolicyRules), std::end(kPolicyRules), item.key()) == std::end(kPolicyRules))
+      throw SuiteError(where + ": unknown rule '" + item.key() + "' (known: host_compute, library, launch)");
+    const json& v = item.value();
+    const std::string action = v.is_string() ? v.get<std::string>() : "";
+    if (action == "zero_slot") actions[item.key()] = PolicyAction::ZeroSlot;
+    else if (action == "flag") actions[item.key()] = PolicyAction::Flag;
+    else if (action == "off") actions[item.key()] = PolicyAction::Off;
+    else throw SuiteError(where + "." + item.key() + ": expected \"zero_slot\", \"flag\" or \"off\", got " + v.dump());
+  }
+  return actions;
+}
+
 Suite parse_suite(const std::string& text, const std::string& origin) {
   json doc;
   try {
@@ -177,7 +195,7 @@ Suite parse_suite(const std::string& text, const std::string& origin) {
   for (const auto& item : doc.items())
     if (!kTopFields.count(item.key()))
       throw SuiteError(origin + ": unknown top-level field '" + item.key() +
-                       "' (known: suite, version, description, defaults, cases, performance)");
+                       "' (known: suite, version, description, defaults, cases, performance, policy)");
   if (doc.contains("version") && doc["version"] != 1)
     throw SuiteError(origin + ": field 'version': this harness reads suite format version 1, got " +
                      doc["version"].dump());
@@ -188,6 +206,7 @@ Suite parse_suite(const std::string& text, const std::string& origin) {
 
   Suite suite;
   if (doc.contains("performance")) suite.performance_points = parse_performance(doc["performance"], origin);
+  if (doc.contains("policy")) suite.policy = parse_policy(doc["policy"], origin);
   suite.name = doc.contains("suite") && doc["suite"].is_string() ? doc["suite"].get<std::string>() : origin;
   std::set<std::string> ids;
   const json& rows = doc["cases"];

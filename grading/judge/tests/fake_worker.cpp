@@ -1,15 +1,16 @@
 // A fake worker for the judge's tests: speaks the protocol (grading/protocol) without a GPU, computing
 // the scan on the CPU, and misbehaves on purpose per --mode:
 //
-//   ok               correct results (the judge's happy path without a GPU); "time" commands get a
-//                    made-up timing with ratio_to_reference = --ratio (default 1)
+//   ok               correct results (the judge's happy path without a GPU): checks write the scan
+//                    into the shared output zone (memfds from the judge or the fake checker); timed
+//                    calls compute it too and report event_ms = 1 / --ratio (default 1)
 //   crash_on=K       SIGSEGV on command K (after printing a line on stderr)
 //   hang_on=K        sleeps forever on command K
 //   hang_slot=SLOT   sleeps forever on every check of that slot (a bonus slot that spins)
-//   stale_timed      "time" commands say a timed call left a wrong output (a slot that caches results)
+//   stale_timed      timed calls write nothing (a slot that caches results)
 //   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
 //   bad_stage[=K]    sends a stage line other than "ran" before its reply (on command K, or every)
-//   short_output[=K] writes an output file 4 bytes short while claiming the full size
+//   short_output[=K] leaves the last output element unwritten (poisoned)
 //   garbage_stdout   prints fake PASS lines and fake JSON results on stdout/stderr, replies correctly
 //   no_hello         never says hello (sleeps forever)
 //   exit_early[=K]   exits with status 0 without replying (on command K, or right after hello)
@@ -19,11 +20,11 @@
 // FILE.probe, per command, "<mode> <k> <held>" where held is how the judge holds the GPU lock FILE
 // (judge --gpu-lock) at that moment: "exclusive", "shared" or "free"; with --stage, checks say
 // {"stage": "ran"} first, and with --probe-lock, 200 ms later, "ran <k> <held>" is appended.
-// "time" commands: the baselines given in the command are used (then "cached" is in the method),
-// else made up (reference 1 ms) and returned as measured.
+// Shared buffers are memfds (the emulation backend's, or grading/judge/tests/fake_checker.cpp's).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -31,12 +32,14 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "fd_passing.h"
 #include "messages.h"
 #include "protocol.h"
 #include "scangrade/check.h"
@@ -60,10 +63,9 @@ struct Misbehaviour {
 }
 
 template <typename T>
-std::string scan_file(const std::string& in, std::uint64_t n, bool inclusive, bool short_output) {
-  std::vector<T> input(n), output(n);
-  if (n) std::memcpy(input.data(), in.data(), n * sizeof(T));
-  // int32: exact in int64; float: in double, rounded once (within the tolerance rule)
+void scan_into(const void* in_bytes, void* out_bytes, std::uint64_t n, bool inclusive) {
+  const T* input = static_cast<const T*>(in_bytes);
+  T* output = static_cast<T*>(out_bytes);
   using Acc = std::conditional_t<std::is_integral_v<T>, std::int64_t, double>;
   Acc sum = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
@@ -71,13 +73,31 @@ std::string scan_file(const std::string& in, std::uint64_t n, bool inclusive, bo
     output[i] = static_cast<T>(sum);
     if (!inclusive) sum += static_cast<Acc>(input[i]);
   }
-  std::string out(reinterpret_cast<const char*>(output.data()), n * sizeof(T));
-  const std::uint32_t canary = scangrade::kCanaryBits;
-  for (std::uint64_t i = 0; i < 2 * kGuardCount; ++i) out.append(reinterpret_cast<const char*>(&canary), 4);
-  out.append(in.data(), n * sizeof(T));
-  if (short_output) out.resize(out.size() - 4);
-  return out;
 }
+
+/// The memfds the judge passed for a command, mapped.
+struct Mapped {
+  std::vector<char*> at;
+  std::vector<std::size_t> sizes;
+  Mapped(int sock, const Command& cmd) {
+    std::string byte;
+    std::vector<int> fds;
+    if (!receive_with_fds(sock, byte, fds, 1) || fds.size() != cmd.sizes.size()) {
+      std::fprintf(stderr, "fake worker: the buffers did not arrive\n");
+      std::exit(5);
+    }
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      void* p = mmap(nullptr, cmd.sizes[i], PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
+      if (p == MAP_FAILED) std::exit(6);
+      at.push_back(static_cast<char*>(p));
+      sizes.push_back(cmd.sizes[i]);
+      close(fds[i]);
+    }
+  }
+  ~Mapped() {
+    for (std::size_t i = 0; i < at.size(); ++i) munmap(at[i], sizes[i]);
+  }
+};
 
 /// How other processes hold the flock on `path` right now (probed without waiting).
 std::string lock_state(const std::string& path) {
@@ -126,6 +146,7 @@ int main(int argc, char** argv) {
   write_line(kReplyFd, encode(Hello{"fake CPU worker", "", "", ""}));
   if (mode.name == "exit_early" && mode.k < 0) return 0;
 
+  std::unique_ptr<Mapped> timed;  // time_begin .. time_end
   std::string line;
   while (std::getline(std::cin, line)) {
     const Command cmd = json::parse(line).get<Command>();
@@ -167,35 +188,35 @@ int main(int argc, char** argv) {
     ReplyHeader header;
     header.k = k;
     header.nonce = mode.on("lie_nonce", k) ? std::string("0000") : cmd.nonce;
-    if (cmd.mode == Mode::Prepare) {
-      write_line(kReplyFd, encode(PrepareReply{header}));  // nothing to keep: "time" makes up its numbers
-    } else if (cmd.mode == Mode::Time) {
-      const bool cached = cmd.baselines.has_value();
-      const double reference = cached ? cmd.baselines->reference_ms : 1.0;
-      const double median = reference / ratio;
-      TimeReply r{header};
-      if (mode.name == "stale_timed") {
-        r.wrong_output = "call 5 (3 warm-up and 1 timed calls before it) left element 0 outside the checked result";
-        write_line(kReplyFd, encode(r));
-        continue;
+    const bool f32 = cmd.c.dtype == scangrade::DType::Float32;
+    const bool inclusive = cmd.c.kind == scangrade::ScanKind::Inclusive;
+    const auto scan = [&](const void* in, void* out) {
+      if (f32) scan_into<float>(in, out, n, inclusive);
+      else scan_into<std::int32_t>(in, out, n, inclusive);
+    };
+    if (cmd.mode == Mode::TimeBegin) {
+      timed = std::make_unique<Mapped>(kReplyFd, cmd);
+      write_line(kReplyFd, encode(header));
+    } else if (cmd.mode == Mode::TimeEnd) {
+      timed.reset();
+      write_line(kReplyFd, encode(header));
+    } else if (cmd.mode == Mode::TimeCall) {
+      TimeCallReply r{header};
+      if (cmd.call >= 0 && timed) {
+        if (mode.name != "stale_timed") scan(timed->at[cmd.call], timed->at[2 + cmd.call]);
+        r.event_ms = r.host_ms = 1.0 / ratio;
       }
-      r.timing = Timing{median, median, median, 10,  0.0,   1.0,         2.0,
-                        0.5,    reference, 0.5, ratio, 0.5 * ratio,
-                        cached ? "fake timing from the test worker, cached baselines" : "fake timing from the test worker"};
-      r.baselines = Baselines{reference, 0.5, 0.25};
-      r.measured = !cached;
       write_line(kReplyFd, encode(r));
-    } else {
-      const auto in = read_file(input_path(dir, k));
-      const bool f32 = cmd.c.dtype == scangrade::DType::Float32;
-      const bool inclusive = cmd.c.kind == scangrade::ScanKind::Inclusive;
-      const bool short_out = mode.on("short_output", k);
-      const std::string out = f32 ? scan_file<float>(*in, n, inclusive, short_out)
-                                  : scan_file<std::int32_t>(*in, n, inclusive, short_out);
-      write_file_atomic(output_path(dir, k), out.data(), out.size());
-      CheckReply r{header};
-      r.out_bytes = output_bytes(n);
-      write_line(kReplyFd, encode(r));
+    } else if (cmd.shared) {
+      const Mapped buffers(kReplyFd, cmd);
+      if (!dump_dir.empty())
+        write_file_atomic(dump_dir + "/in-" + std::to_string(k) + ".bin", buffers.at[0], n * 4);
+      char* out = buffers.at[1] + kGuardCount * 4;
+      scan(buffers.at[0], out);
+      if (mode.on("short_output", k) && n > 0) std::memset(out + (n - 1) * 4, 0xEF, 4);
+      write_line(kReplyFd, encode(CheckReply{header}));
+    } else {  // local buffers (compute-sanitizer runs): nothing comes back but the reply
+      write_line(kReplyFd, encode(CheckReply{header}));
     }
   }
   return 0;

@@ -31,6 +31,7 @@ namespace fs = std::filesystem;
 
 inline const std::string kJudge = SCANGRADE_JUDGE;
 inline const std::string kFake = SCANGRADE_FAKE_WORKER;
+inline const std::string kFakeChecker = SCANGRADE_FAKE_CHECKER;
 inline const std::string kSource = SCANGRADE_SOURCE_DIR;
 inline const std::string kSchema = kSource + "/grading/results.schema.json";
 
@@ -129,6 +130,7 @@ done
     std::remove(out.c_str());
     std::string cmd = quote(kJudge) + " --out " + quote(out) + " --submission-name alice --submission-path /subs/alice" +
                       " --backend " + backend;
+    if (backend == "gpu") cmd += " --checker " + quote(kFakeChecker);
     // the protocol tests run the fake worker unsandboxed (it writes its pids and dumps into dir_);
     // the sandbox has its own tests below (SandboxedJudge) and the exploit gallery
     if (extra.find("--sandbox") == std::string::npos) cmd += " --sandbox off";

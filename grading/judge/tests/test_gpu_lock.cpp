@@ -33,6 +33,7 @@ using Steady = std::chrono::steady_clock;
 
 const std::string kJudge = SCANGRADE_JUDGE;
 const std::string kFake = SCANGRADE_FAKE_WORKER;
+const std::string kFakeChecker = SCANGRADE_FAKE_CHECKER;
 
 // Two perf cases: on the gpu backend each gets a "time" command after the functional runs.
 const char* kSuite = R"({"suite": "lock", "version": 1,
@@ -115,7 +116,7 @@ class GpuLockTest : public ::testing::Test {
     std::ofstream(dir_ + "/worker.sh") << "#!/bin/sh\nexec '" << kFake << "' " << args << " \"$@\"\n";
     fs::permissions(dir_ + "/worker.sh", fs::perms::owner_all);
     return "'" + kJudge + "' --sandbox off --worker '" + dir_ + "/worker.sh' --out '" + out +
-           "' --submission-name alice --submission-path /subs/alice --backend gpu --sanitizer off --suite '" + dir_ +
+           "' --submission-name alice --submission-path /subs/alice --backend gpu --checker '" + kFakeChecker + "' --sanitizer off --suite '" + dir_ +
            "/suite.json' " + extra + " 2>> '" + dir_ + "/err.txt'";
   }
   std::string dir_, lock_;
@@ -219,11 +220,17 @@ TEST_F(GpuLockTest, JudgeRunsSharedTimesExclusiveAndIsNotChargedForWaits) {
       << err;
   EXPECT_GE(std::stod(m[1].str()), 1.0) << err;
   EXPECT_TRUE(free_now());
-  // what the worker saw: every check and prepare with the lock shared, and free again once the
-  // check said its GPU part had run; every time command with it exclusive, after the checks
-  EXPECT_EQ(read_file(lock_ + ".probe").value_or(""),
-            "check 1 shared\nran 1 free\ncheck 2 shared\nran 2 free\nprepare 3 shared\nprepare 4 shared\n"
-            "time 5 exclusive\ntime 6 exclusive\n");
+  // what the worker saw: every check with the lock shared (held until the checker read the output
+  // back); every timing command with it exclusive, after the checks: per perf case time_begin, 5
+  // empty calls (the judge's clock overhead), 3 warm-ups and 10 timed calls, time_end
+  std::string expected = "check 1 shared\nran 1 shared\ncheck 2 shared\nran 2 shared\n";
+  int k = 3;
+  for (int c = 0; c < 2; ++c) {
+    expected += "time_begin " + std::to_string(k++) + " exclusive\n";
+    for (int i = 0; i < 18; ++i) expected += "time_call " + std::to_string(k++) + " exclusive\n";
+    expected += "time_end " + std::to_string(k++) + " exclusive\n";
+  }
+  EXPECT_EQ(read_file(lock_ + ".probe").value_or(""), expected);
 }
 
 TEST_F(GpuLockTest, BaselinesMeasuredOnceAreReusedFromTheCache) {
@@ -234,11 +241,11 @@ TEST_F(GpuLockTest, BaselinesMeasuredOnceAreReusedFromTheCache) {
   ASSERT_TRUE(stored.is_object()) << read_file(dir_ + "/err.txt").value_or("");
   ASSERT_EQ(stored["baselines"].size(), 2u) << stored.dump(1);
   for (const auto& [key, b] : stored["baselines"].items()) {
-    EXPECT_NE(key.find("fake CPU worker"), std::string::npos) << key;
+    EXPECT_NE(key.find("fake checker"), std::string::npos) << key;
     EXPECT_EQ(b["reference_ms"], 1.0) << key;
     EXPECT_EQ(b["measured_by"], "alice") << key;
   }
-  // the next judge gets the cached baselines: its worker does not measure them
+  // the next judge gets the cached baselines: its checker does not measure them
   json edited = stored;
   for (auto& [key, b] : edited["baselines"].items()) b["reference_ms"] = 4.0;
   std::ofstream(cache) << edited.dump();
@@ -246,8 +253,10 @@ TEST_F(GpuLockTest, BaselinesMeasuredOnceAreReusedFromTheCache) {
   const json first = json::parse(read_file(dir_ + "/first.json").value_or("null"));
   const json second = json::parse(read_file(dir_ + "/second.json").value_or("null"));
   for (std::size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(first["cases"][i]["timing"]["method"], "fake timing from the test worker");
-    EXPECT_EQ(second["cases"][i]["timing"]["method"], "fake timing from the test worker, cached baselines");
+    const std::string fresh = first["cases"][i]["timing"]["method"], cached = second["cases"][i]["timing"]["method"];
+    EXPECT_NE(fresh.find("right before the student's calls"), std::string::npos) << fresh;
+    EXPECT_NE(cached.find("the batch's baseline cache"), std::string::npos) << cached;
+    EXPECT_EQ(first["cases"][i]["timing"]["ratio_to_reference"], 2.0);  // 1 ms over the worker's 0.5 ms
     EXPECT_EQ(second["cases"][i]["timing"]["reference_ms"], 4.0);
   }
   // an unreadable cache is rebuilt, not fatal

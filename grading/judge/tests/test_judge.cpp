@@ -86,15 +86,16 @@ TEST_F(Judge, UnknownStageLineFailsClosed) {
   expect_no_process_left();
 }
 
-TEST_F(Judge, ShortOutputFailsClosed) {
+TEST_F(Judge, AnUnwrittenElementIsReadFromTheTrustedBuffers) {
+  // the worker says nothing about its output: the judge reads the buffers it owns, where the last
+  // element still holds the poison
   const Result r = judge(worker("--mode short_output=4"), "");
   ASSERT_TRUE(r.written) << r.err;
   EXPECT_EQ(r.code, 1);
   expect_valid(r.results, dir_);
   const json& c = case_of(r.results, "sp.float32.n3000.real");
-  EXPECT_EQ(c["status"], "crash");
-  EXPECT_TRUE(contains(c["message"], "incomplete or garbled")) << c["message"];
-  EXPECT_TRUE(contains(c["message"], "bytes")) << c["message"];
+  EXPECT_EQ(c["status"], "fail");
+  EXPECT_TRUE(contains(c["message"], "2999")) << c["message"];
   expect_others_pass(r.results, {"sp.float32.n3000.real"});
   expect_no_process_left();
 }

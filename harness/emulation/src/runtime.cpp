@@ -210,7 +210,7 @@ void trace_launch(const char* file, int line, std::uint64_t blocks) {
   Runtime& r = rt();
   if (!r.tracing) return;
   ++r.trace.launches;
-  std::string name = "kernel launched at " + std::string(file) + ":" + std::to_string(line);
+  std::string name = "<kernel at " + std::string(file) + ":" + std::to_string(line) + ">";
   auto& kernels = r.trace.kernels;
   auto it = std::find_if(kernels.begin(), kernels.end(), [&](const Trace::Kernel& k) { return k.name == name; });
   if (it == kernels.end()) {
@@ -759,5 +759,10 @@ Trace trace_end() {
   rt().trace = Trace{};
   return t;
 }
+
+void adopt_memory(void* ptr, std::size_t size) {
+  if (ptr != nullptr && size > 0) detail::rt().device[reinterpret_cast<std::uintptr_t>(ptr)] = detail::Allocation{size, false};
+}
+void forget_memory(void* ptr) { detail::rt().device.erase(reinterpret_cast<std::uintptr_t>(ptr)); }
 
 }  // namespace scangrade::emu

@@ -46,4 +46,10 @@ class DeviceBuffer {
 template <typename T>
 RunRecord<T> run_on_device(const ScanFn<T>& fn, const std::vector<T>& input);
 
+/// The call itself, on buffers someone else set up (the grader's trusted side owns them and reads
+/// them afterwards): fn(d_in, d_out, n, stream) on a fresh stream, the whole device synchronized,
+/// the memory balance measured. The record's output, guards and input_after stay empty.
+template <typename T>
+RunRecord<T> run_in_place(const ScanFn<T>& fn, const T* d_in, T* d_out, std::size_t n);
+
 }  // namespace scangrade

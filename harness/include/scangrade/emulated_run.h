@@ -21,6 +21,14 @@ inline constexpr std::size_t kThreadOrdersMaxN = std::size_t{1} << 16;
 template <typename T>
 RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input);
 
+/// run_in_place under each thread order, the first (forward) on the grader's shared buffers
+/// (d_zone: guard, output, guard); the other orders run on buffers of their own and are compared
+/// with it. `after_first` runs right after the first call (the grader's policy monitor watches
+/// that call only: the other orders' copies are the harness's).
+template <typename T>
+RunRecord<T> run_emulated_in_place(const ScanFn<T>& fn, const T* d_in, T* d_zone, std::size_t n,
+                                   const std::function<void()>& after_first = {});
+
 /// What came back from a forked child.
 struct Isolated {
   bool finished = false;  // the child ran `body` to the end

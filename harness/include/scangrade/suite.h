@@ -31,6 +31,12 @@ struct Case {
                                       // passes: "racecheck", "memcheck", "synccheck" (each at most once)
 };
 
+/// What a run-time policy finding (grading/worker/policy_rules.h) costs, per rule, set by a suite's
+/// "policy" object: zero_slot (the default: every case of the slot becomes policy_violation),
+/// flag (reported in the case's message, scored as if nothing was found) or off (not reported).
+enum class PolicyAction { ZeroSlot, Flag, Off };
+inline constexpr const char* kPolicyRules[] = {"host_compute", "library", "launch"};
+
 struct Suite {
   std::string name;
   std::filesystem::path path;
@@ -38,7 +44,16 @@ struct Suite {
   /// Performance points per slot ("performance": {"points": {"hierarchical": 5}}): what the grader
   /// awards for speed on the slot's perf cases (see grading/judge/scoring.h for the rule).
   std::map<Slot, double> performance_points;
+  /// "policy": {"host_compute": "zero_slot" | "flag" | "off", "library": ..., "launch": ...}; a
+  /// rule not named costs zero_slot.
+  std::map<std::string, PolicyAction> policy;
 };
+
+/// The suite's action for a run-time rule (zero_slot when it names none).
+inline PolicyAction policy_action(const Suite& s, const std::string& rule) {
+  const auto it = s.policy.find(rule);
+  return it == s.policy.end() ? PolicyAction::ZeroSlot : it->second;
+}
 
 /// The deadline of a case (seconds) when its suite gives no timeout_s: on a GPU 10 s + 50 ns per
 /// element, on the CPU emulation backend 20 s + 3 us per element.

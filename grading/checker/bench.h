@@ -1,0 +1,23 @@
+// The checker's own timings: the slot's reference solution, CUB and a device-to-device copy, with
+// the method of timing_method.h (CUDA events around each call), in this trusted process. The
+// student's calls are timed by the judge through the worker (timing.cpp in grading/judge).
+#pragma once
+
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+#include "messages.h"
+#include "scangrade/implementation.h"
+
+namespace scangrade::grader {
+
+/// 2 x the L2 size of the current device: what a flush writes.
+std::size_t l2_flush_bytes();
+
+/// Medians (ms) of the reference, CUB and a copy on `d_input` (n elements on the device). Throws
+/// std::runtime_error when a baseline fails.
+template <typename T>
+Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::size_t n);
+
+}  // namespace scangrade::grader

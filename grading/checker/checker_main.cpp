@@ -1,0 +1,277 @@
+// The checker: the trusted side of a GPU case. The judge starts one per submission, outside the
+// sandbox; it has its own CUDA context and never runs student code.
+//
+//   scangrade_checker --socket FD      (FD: a SOCK_SEQPACKET socket to the judge)
+//
+// It allocates every buffer a case shares with the worker (vmm.h: the worker gets descriptors,
+// never anything else of this process), fills the input and poisons the output itself, and after
+// the worker's call reads guards, output and input back with its own context: a worker whose
+// context broke, or that lied, changes nothing it reads. For timed cases it keeps the pristine
+// input and the acceptance band (check.h), restores, poisons and flushes before every call, checks
+// every call's output on the device, and times the reference, CUB and a copy (bench.h).
+// Messages (one JSON object per SEQPACKET message, descriptors attached): checker_client.h in
+// grading/judge says what each op does.
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <cuda_runtime.h>
+
+#include "bench.h"
+#include "fd_passing.h"
+#include "messages.h"
+#include "output_check.h"
+#include "scangrade/check.h"
+#include "scangrade/device_run.h"
+#include "vmm.h"
+
+namespace scangrade::grader {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kMaxMessage = 64 * 1024;
+
+/// The judge's staging memfd, mapped for one op.
+class Staging {
+ public:
+  explicit Staging(int fd) : fd_(fd) {
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || st.st_size <= 0) throw std::runtime_error("the staging descriptor is not a file");
+    size_ = static_cast<std::size_t>(st.st_size);
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) throw std::runtime_error(std::string("mapping the staging file: ") + std::strerror(errno));
+    data_ = static_cast<char*>(p);
+  }
+  ~Staging() {
+    munmap(data_, size_);
+    close(fd_);
+  }
+  char* at(std::size_t offset, std::size_t bytes) const {
+    if (offset > size_ || bytes > size_ - offset) throw std::runtime_error("the staging file is too small");
+    return data_ + offset;
+  }
+
+ private:
+  int fd_;
+  char* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+void cuda(cudaError_t err, const char* what) { check_cuda(err, what, "checker"); }
+
+/// A check case: the input and the output zone (guard, output, guard), shared with the worker.
+struct CheckCase {
+  vmm::Mapping in, zone;
+  std::size_t n = 0, element = 4;
+  ~CheckCase() {
+    vmm::release(in);
+    vmm::release(zone);
+  }
+};
+
+/// A timed case: pristine input and band here, two input/output pairs shared with the worker.
+struct TimedCase {
+  std::unique_ptr<DeviceBuffer> pristine, lo, hi, flush, first;
+  vmm::Mapping in[2], out[2];
+  std::size_t n = 0, element = 4;
+  bool f32 = false;
+  cudaStream_t stream = nullptr;
+  ~TimedCase() {
+    for (auto& m : in) vmm::release(m);
+    for (auto& m : out) vmm::release(m);
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
+class Checker {
+ public:
+  explicit Checker(int sock) : sock_(sock) {}
+
+  int serve() {
+    json hello = {{"hello", 1}, {"device", ""}, {"error", ""}};
+    if (const auto why = device_unavailable()) hello["error"] = *why;
+    else hello["device"] = device_description();
+    if (!reply(hello, {}) || !hello["error"].get<std::string>().empty()) return 0;
+    for (;;) {
+      std::string text;
+      std::vector<int> fds;
+      if (!receive_with_fds(sock_, text, fds, kMaxMessage)) return 0;  // the judge is gone
+      json answer;
+      std::vector<int> out_fds;
+      try {
+        const json msg = json::parse(text);
+        answer = dispatch(msg, fds, out_fds);
+      } catch (const std::exception& e) {
+        for (int fd : fds) close(fd);
+        answer = {{"error", std::string("checker: ") + e.what()}};
+      }
+      const bool sent = reply(answer, out_fds);
+      for (int fd : out_fds) close(fd);
+      if (!sent) return 0;
+    }
+  }
+
+ private:
+  bool reply(const json& j, const std::vector<int>& fds) { return send_with_fds(sock_, j.dump(), fds); }
+
+  static int take_one(std::vector<int>& fds) {
+    if (fds.size() != 1) throw std::runtime_error("expected one staging descriptor");
+    const int fd = fds[0];
+    fds.clear();
+    return fd;
+  }
+
+  json dispatch(const json& msg, std::vector<int>& fds, std::vector<int>& out_fds) {
+    const std::string op = msg.at("op").get<std::string>();
+    if (op == "setup") return setup(msg, take_one(fds), out_fds);
+    if (op == "collect") return collect(take_one(fds));
+    if (op == "release") {
+      check_.reset();
+      return {{"ok", true}};
+    }
+    if (op == "time_setup") return time_setup(msg, take_one(fds), out_fds);
+    if (op == "prime") return prime(msg.at("j").get<int>());
+    if (op == "verify") return verify(msg.at("j").get<int>());
+    if (op == "time_end") {
+      timed_.reset();
+      return {{"ok", true}};
+    }
+    throw std::runtime_error("unknown op '" + op + "'");
+  }
+
+  static std::size_t element_of(const json& msg) { return 4; }  // int32 and float32
+
+  json setup(const json& msg, int staging_fd, std::vector<int>& out_fds) {
+    const Staging staging(staging_fd);
+    check_.reset();
+    auto c = std::make_unique<CheckCase>();
+    c->n = msg.at("n").get<std::size_t>();
+    c->element = element_of(msg);
+    const std::size_t g = kGuardElements, in_bytes = c->n * c->element, zone_bytes = (c->n + 2 * g) * c->element;
+    int in_fd = -1, zone_fd = -1;
+    if (std::string why = vmm::create(in_bytes, c->in, in_fd); !why.empty()) return {{"error", why}, {"room", false}};
+    out_fds.push_back(in_fd);
+    if (std::string why = vmm::create(zone_bytes, c->zone, zone_fd); !why.empty()) return {{"error", why}, {"room", false}};
+    out_fds.push_back(zone_fd);
+    // input from the judge; the zone: canaries around the poisoned output (check.h)
+    std::vector<std::uint32_t> zone(c->n + 2 * g, kCanaryBits);
+    for (std::size_t i = 0; i < c->n; ++i) zone[g + i] = kPoisonBits;
+    if (in_bytes) cuda(cudaMemcpy(c->in.ptr, staging.at(0, in_bytes), in_bytes, cudaMemcpyHostToDevice), "copying the input");
+    cuda(cudaMemcpy(c->zone.ptr, zone.data(), zone_bytes, cudaMemcpyHostToDevice), "poisoning the output");
+    cuda(cudaDeviceSynchronize(), "waiting for the input and the poison");
+    check_ = std::move(c);
+    return {{"ok", true}, {"sizes", {check_->in.size, check_->zone.size}}};
+  }
+
+  json collect(int staging_fd) {
+    const Staging staging(staging_fd);
+    if (!check_) throw std::runtime_error("collect without a case");
+    const std::size_t g = kGuardElements, in_bytes = check_->n * check_->element,
+                      zone_bytes = (check_->n + 2 * g) * check_->element;
+    cuda(cudaMemcpy(staging.at(0, zone_bytes), check_->zone.ptr, zone_bytes, cudaMemcpyDeviceToHost), "reading the output");
+    if (in_bytes)
+      cuda(cudaMemcpy(staging.at(zone_bytes, in_bytes), check_->in.ptr, in_bytes, cudaMemcpyDeviceToHost),
+           "reading the input back");
+    check_.reset();
+    return {{"ok", true}};
+  }
+
+  json time_setup(const json& msg, int staging_fd, std::vector<int>& out_fds) {
+    const Staging staging(staging_fd);
+    timed_.reset();
+    auto t = std::make_unique<TimedCase>();
+    t->n = msg.at("n").get<std::size_t>();
+    t->element = element_of(msg);
+    t->f32 = msg.at("dtype").get<std::string>() == "float32";
+    const std::size_t bytes = t->n * t->element;
+    for (auto* b : {&t->pristine, &t->lo, &t->hi}) *b = std::make_unique<DeviceBuffer>(bytes, "checker");
+    t->flush = std::make_unique<DeviceBuffer>(l2_flush_bytes(), "checker");
+    t->first = std::make_unique<DeviceBuffer>(sizeof(unsigned long long), "checker");
+    cuda(cudaMemcpy(t->pristine->get(), staging.at(0, bytes), bytes, cudaMemcpyHostToDevice), "copying the input");
+    cuda(cudaMemcpy(t->lo->get(), staging.at(bytes, bytes), bytes, cudaMemcpyHostToDevice), "copying the band");
+    cuda(cudaMemcpy(t->hi->get(), staging.at(2 * bytes, bytes), bytes, cudaMemcpyHostToDevice), "copying the band");
+    cuda(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    json sizes = json::array();
+    for (vmm::Mapping* m : {&t->in[0], &t->in[1], &t->out[0], &t->out[1]}) {
+      int fd = -1;
+      if (std::string why = vmm::create(bytes, *m, fd); !why.empty()) return {{"error", why}};
+      out_fds.push_back(fd);
+      sizes.push_back(m->size);
+    }
+    json baselines = nullptr;
+    if (msg.value("baselines", false)) {
+      const Slot slot = *parse_slot(msg.at("slot").get<std::string>());
+      const ScanKind kind = *parse_kind(msg.at("kind").get<std::string>());
+      const Baselines b = t->f32 ? measure_baselines<float>(slot, kind, t->pristine->as<float>(), t->n)
+                                 : measure_baselines<std::int32_t>(slot, kind, t->pristine->as<std::int32_t>(), t->n);
+      baselines = b;
+    }
+    cuda(cudaDeviceSynchronize(), "preparing the timed case");
+    timed_ = std::move(t);
+    return {{"ok", true}, {"sizes", sizes}, {"baselines", baselines}, {"flush_bytes", l2_flush_bytes()}};
+  }
+
+  TimedCase& timed(int j) {
+    if (!timed_ || (j != 0 && j != 1)) throw std::runtime_error("no timed case or a bad buffer pair");
+    return *timed_;
+  }
+
+  /// Fresh input, poisoned output, flushed L2 for pair j.
+  json prime(int j) {
+    TimedCase& t = timed(j);
+    const std::size_t bytes = t.n * t.element;
+    cuda(cudaMemcpyAsync(t.in[j].ptr, t.pristine->get(), bytes, cudaMemcpyDeviceToDevice, t.stream), "restoring the input");
+    cuda(cudaMemsetAsync(t.out[j].ptr, 0xff, bytes, t.stream), "poisoning the output");
+    cuda(cudaMemsetAsync(t.flush->get(), ++flushes_ & 0xff, l2_flush_bytes(), t.stream), "flushing L2");
+    cuda(cudaStreamSynchronize(t.stream), "preparing a timed call");
+    return {{"ok", true}};
+  }
+
+  /// The first element of pair j's output outside the band, or null.
+  json verify(int j) {
+    TimedCase& t = timed(j);
+    auto* first = static_cast<unsigned long long*>(t.first->get());
+    const std::optional<std::size_t> at =
+        t.f32 ? first_outside<float>(static_cast<const float*>(t.out[j].ptr), t.lo->as<float>(), t.hi->as<float>(), t.n,
+                                     first, t.stream)
+              : first_outside<std::int32_t>(static_cast<const std::int32_t*>(t.out[j].ptr), t.lo->as<std::int32_t>(),
+                                            t.hi->as<std::int32_t>(), t.n, first, t.stream);
+    return {{"ok", true}, {"outside", at ? json(*at) : json(nullptr)}};
+  }
+
+  int sock_;
+  std::unique_ptr<CheckCase> check_;
+  std::unique_ptr<TimedCase> timed_;
+  int flushes_ = 0;
+};
+
+}  // namespace
+}  // namespace scangrade::grader
+
+int main(int argc, char** argv) {
+  int sock = -1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--socket" && i + 1 < argc) {
+      sock = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: %s --socket FD\n  The grader's checker: started by scangrade_judge.\n", argv[0]);
+      return arg == "--help" || arg == "-h" ? 0 : 2;
+    }
+  }
+  if (sock < 0) {
+    std::fprintf(stderr, "checker: --socket FD is required\n");
+    return 2;
+  }
+  return scangrade::grader::Checker(sock).serve();
+}

@@ -1,0 +1,224 @@
+// The trusted side of a case's buffers (case_memory.h).
+#include "case_memory.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "fd_passing.h"
+#include "scangrade/check.h"
+
+namespace scangrade::grader {
+
+using nlohmann::json;
+
+namespace {
+
+std::runtime_error sys_failure(const std::string& what) {
+  return std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+/// A memfd of `bytes` (at least one), mapped read-write.
+struct MemFile {
+  int fd = -1;
+  char* data = nullptr;
+  std::size_t size = 0;
+  std::string open(const char* name, std::size_t bytes) {
+    size = bytes ? bytes : 1;
+    fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) return std::string("memfd_create: ") + std::strerror(errno);
+    if (ftruncate(fd, static_cast<off_t>(size)) != 0) return std::string("ftruncate: ") + std::strerror(errno);
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
+    data = static_cast<char*>(p);
+    return "";
+  }
+  ~MemFile() {
+    if (data) munmap(data, size);
+    if (fd >= 0) close(fd);
+  }
+};
+
+class HostMemory : public CaseMemory {
+ public:
+  std::string setup(std::size_t n, std::size_t element, const void* input, SharedBuffers& out) override {
+    release();
+    in_ = std::make_unique<MemFile>();
+    zone_ = std::make_unique<MemFile>();
+    n_ = n;
+    element_ = element;
+    const std::size_t g = kGuardElements;
+    if (std::string why = in_->open("scangrade-input", n * element); !why.empty()) return why;
+    if (std::string why = zone_->open("scangrade-output", (n + 2 * g) * element); !why.empty()) return why;
+    if (n) std::memcpy(in_->data, input, n * element);
+    auto* zone = reinterpret_cast<std::uint32_t*>(zone_->data);
+    for (std::size_t i = 0; i < n + 2 * g; ++i) zone[i] = (i < g || i >= g + n) ? kCanaryBits : kPoisonBits;
+    for (const MemFile* f : {in_.get(), zone_.get()}) {
+      const int copy = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
+      if (copy < 0) return std::string("dup: ") + std::strerror(errno);
+      out.fds.push_back(copy);
+      out.sizes.push_back(f->size);
+    }
+    return "";
+  }
+  std::string collect(void* zone, void* input_after) override {
+    if (!in_) return "collect without a case";
+    std::memcpy(zone, zone_->data, (n_ + 2 * kGuardElements) * element_);
+    if (n_) std::memcpy(input_after, in_->data, n_ * element_);
+    release();
+    return "";
+  }
+  void release() override {
+    in_.reset();
+    zone_.reset();
+  }
+
+ private:
+  std::unique_ptr<MemFile> in_, zone_;
+  std::size_t n_ = 0, element_ = 4;
+};
+
+class CheckerMemory : public CaseMemory {
+ public:
+  explicit CheckerMemory(CheckerProcess& checker) : checker_(checker) {}
+  std::string setup(std::size_t n, std::size_t element, const void* input, SharedBuffers& out) override {
+    n_ = n;
+    element_ = element;
+    const std::size_t zone_bytes = (n + 2 * kGuardElements) * element;
+    if (std::string why = staging_.reserve(std::max(zone_bytes + n * element, std::size_t{1})); !why.empty()) return why;
+    if (n) std::memcpy(staging_.data(), input, n * element);
+    std::vector<int> fds;
+    const json reply = checker_.request({{"op", "setup"}, {"n", n}}, {staging_.fd()}, &fds);
+    out.fds = fds;
+    if (reply.contains("error")) return "the checker could not set the case up: " + reply["error"].get<std::string>();
+    if (fds.size() != 2) return "the checker sent " + std::to_string(fds.size()) + " descriptors, not 2";
+    out.sizes = reply.at("sizes").get<std::vector<std::uint64_t>>();
+    return "";
+  }
+  std::string collect(void* zone, void* input_after) override {
+    const json reply = checker_.request({{"op", "collect"}}, {staging_.fd()});
+    if (reply.contains("error")) return "the checker could not read the case back: " + reply["error"].get<std::string>();
+    const std::size_t zone_bytes = (n_ + 2 * kGuardElements) * element_;
+    std::memcpy(zone, staging_.data(), zone_bytes);
+    if (n_) std::memcpy(input_after, staging_.data() + zone_bytes, n_ * element_);
+    return "";
+  }
+  void release() override {
+    try {
+      checker_.request({{"op", "release"}}, {});
+    } catch (const std::exception&) {
+    }
+  }
+
+ private:
+  CheckerProcess& checker_;
+  Staging staging_;
+  std::size_t n_ = 0, element_ = 4;
+};
+
+}  // namespace
+
+void SharedBuffers::close() {
+  for (int fd : fds) ::close(fd);
+  fds.clear();
+}
+
+Staging::~Staging() {
+  if (data_) munmap(data_, size_);
+  if (fd_ >= 0) close(fd_);
+}
+
+std::string Staging::reserve(std::size_t bytes) {
+  if (bytes <= size_ && data_) return "";
+  if (fd_ < 0) {
+    fd_ = memfd_create("scangrade-staging", MFD_CLOEXEC);
+    if (fd_ < 0) return std::string("memfd_create: ") + std::strerror(errno);
+  }
+  if (data_) munmap(data_, size_);
+  data_ = nullptr;
+  if (ftruncate(fd_, static_cast<off_t>(bytes)) != 0) return std::string("ftruncate: ") + std::strerror(errno);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
+  data_ = static_cast<char*>(p);
+  size_ = bytes;
+  return "";
+}
+
+CheckerProcess::CheckerProcess(const std::string& path, const std::string& log_path) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw sys_failure("socketpair");
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  const pid_t pid = fork();
+  if (pid < 0) throw sys_failure("fork");
+  if (pid == 0) {
+    const int child = fcntl(sv[1], F_DUPFD, 10);  // without close-on-exec
+    if (log_fd >= 0) {
+      dup2(log_fd, 1);
+      dup2(log_fd, 2);
+    }
+    const std::string fd_text = std::to_string(child);
+    execl(path.c_str(), path.c_str(), "--socket", fd_text.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  pid_ = pid;
+  close(sv[1]);
+  if (log_fd >= 0) close(log_fd);
+  sock_ = sv[0];
+  std::string text;
+  std::vector<int> fds;
+  pollfd p{sock_, POLLIN, 0};
+  if (poll(&p, 1, 120000) <= 0 || !receive_with_fds(sock_, text, fds, 64 * 1024))
+    throw std::runtime_error("the checker " + path + " did not start (see " + log_path + ")");
+  for (int fd : fds) close(fd);
+  const json hello = json::parse(text, nullptr, false);
+  if (!hello.is_object() || hello.value("hello", 0) != 1) throw std::runtime_error("the checker's hello was garbled");
+  if (const std::string why = hello.value("error", std::string()); !why.empty())
+    throw std::runtime_error("the checker cannot use the GPU: " + why);
+  device_ = hello.value("device", std::string());
+}
+
+CheckerProcess::~CheckerProcess() {
+  if (sock_ >= 0) close(sock_);  // the checker exits at end of file
+  if (pid_ > 0) {
+    for (int i = 0; i < 200; ++i) {  // up to 2 s to free its context
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+      usleep(10000);
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+json CheckerProcess::request(const json& message, const std::vector<int>& fds, std::vector<int>* got,
+                             double deadline_s) {
+  if (sock_ < 0) throw std::runtime_error("the checker is gone");
+  if (!send_with_fds(sock_, message.dump(), fds)) throw std::runtime_error("the checker is gone");
+  pollfd p{sock_, POLLIN, 0};
+  const int ready = poll(&p, 1, static_cast<int>(deadline_s * 1000));
+  std::string text;
+  std::vector<int> received;
+  if (ready <= 0 || !receive_with_fds(sock_, text, received, 64 * 1024)) {
+    close(sock_);
+    sock_ = -1;
+    throw std::runtime_error(ready == 0 ? "the checker did not answer" : "the checker is gone");
+  }
+  if (got) *got = received;
+  else
+    for (int fd : received) close(fd);
+  const json reply = json::parse(text, nullptr, false);
+  if (!reply.is_object()) throw std::runtime_error("the checker's reply was garbled");
+  return reply;
+}
+
+std::unique_ptr<CaseMemory> host_memory() { return std::make_unique<HostMemory>(); }
+std::unique_ptr<CaseMemory> checker_memory(CheckerProcess& checker) { return std::make_unique<CheckerMemory>(checker); }
+
+}  // namespace scangrade::grader

@@ -1,0 +1,146 @@
+// A fake checker for the judge's tests (grading/checker/checker_main.cpp without a GPU): the same
+// ops on memfds instead of device memory, the band checked on the CPU, made-up baselines
+// (reference 1 ms, CUB 0.5 ms, copy 0.25 ms; --reference MS changes the first).
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fd_passing.h"
+#include "scangrade/check.h"
+
+using nlohmann::json;
+using namespace scangrade::grader;
+
+namespace {
+
+struct MemFile {
+  int fd = -1;
+  char* data = nullptr;
+  std::size_t size = 0;
+  explicit MemFile(std::size_t bytes) : size(bytes ? bytes : 1) {
+    fd = memfd_create("fake-checker", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) std::exit(7);
+    data = static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  }
+  ~MemFile() {
+    munmap(data, size);
+    close(fd);
+  }
+};
+
+struct Staging {
+  char* data = nullptr;
+  std::size_t size = 0;
+  int fd;
+  explicit Staging(int f) : fd(f) {
+    struct stat st {};
+    fstat(fd, &st);
+    size = static_cast<std::size_t>(st.st_size);
+    data = static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  }
+  ~Staging() {
+    munmap(data, size);
+    close(fd);
+  }
+};
+
+template <typename T>
+bool inside(const char* out, const char* lo, const char* hi, std::size_t n, std::size_t& at) {
+  for (at = 0; at < n; ++at) {
+    T v, l, h;
+    std::memcpy(&v, out + at * sizeof(T), sizeof(T));
+    std::memcpy(&l, lo + at * sizeof(T), sizeof(T));
+    std::memcpy(&h, hi + at * sizeof(T), sizeof(T));
+    if (!(v >= l && v <= h)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int sock = -1;
+  double reference_ms = 1.0;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--socket") sock = std::atoi(argv[++i]);
+    else if (std::string(argv[i]) == "--reference") reference_ms = std::stod(argv[++i]);
+  }
+  if (sock < 0) return 2;
+  send_with_fds(sock, json({{"hello", 1}, {"device", "fake checker"}, {"error", ""}}).dump(), {});
+  std::unique_ptr<MemFile> in, zone, pairs[4];
+  std::vector<char> pristine, lo, hi;
+  std::size_t n = 0;
+  bool f32 = false;
+  for (;;) {
+    std::string text;
+    std::vector<int> fds;
+    if (!receive_with_fds(sock, text, fds, 64 * 1024)) return 0;
+    const json msg = json::parse(text);
+    const std::string op = msg.at("op");
+    json reply = {{"ok", true}};
+    std::vector<int> out;
+    const std::size_t g = scangrade::kGuardElements;
+    if (op == "setup") {
+      const Staging s(fds.at(0));
+      n = msg.at("n");
+      in = std::make_unique<MemFile>(n * 4);
+      zone = std::make_unique<MemFile>((n + 2 * g) * 4);
+      std::memcpy(in->data, s.data, n * 4);
+      auto* z = reinterpret_cast<std::uint32_t*>(zone->data);
+      for (std::size_t i = 0; i < n + 2 * g; ++i) z[i] = (i < g || i >= g + n) ? scangrade::kCanaryBits : scangrade::kPoisonBits;
+      out = {in->fd, zone->fd};
+      reply["sizes"] = {in->size, zone->size};
+    } else if (op == "collect") {
+      const Staging s(fds.at(0));
+      std::memcpy(s.data, zone->data, (n + 2 * g) * 4);
+      std::memcpy(s.data + (n + 2 * g) * 4, in->data, n * 4);
+      in.reset();
+      zone.reset();
+    } else if (op == "release") {
+      in.reset();
+      zone.reset();
+    } else if (op == "time_setup") {
+      const Staging s(fds.at(0));
+      n = msg.at("n");
+      f32 = msg.at("dtype") == "float32";
+      pristine.assign(s.data, s.data + n * 4);
+      lo.assign(s.data + n * 4, s.data + 2 * n * 4);
+      hi.assign(s.data + 2 * n * 4, s.data + 3 * n * 4);
+      reply["sizes"] = json::array();
+      for (auto& p : pairs) {
+        p = std::make_unique<MemFile>(n * 4);
+        out.push_back(p->fd);
+        reply["sizes"].push_back(p->size);
+      }
+      reply["baselines"] = msg.value("baselines", false)
+                               ? json{{"reference_ms", reference_ms}, {"cub_ms", 0.5}, {"copy_ms", 0.25}}
+                               : json(nullptr);
+      reply["flush_bytes"] = 1 << 20;
+    } else if (op == "prime") {
+      const int j = msg.at("j");
+      std::memcpy(pairs[j]->data, pristine.data(), n * 4);
+      std::memset(pairs[2 + j]->data, 0xff, n * 4);
+    } else if (op == "verify") {
+      const int j = msg.at("j");
+      std::size_t at = 0;
+      const bool ok = f32 ? inside<float>(pairs[2 + j]->data, lo.data(), hi.data(), n, at)
+                          : inside<std::int32_t>(pairs[2 + j]->data, lo.data(), hi.data(), n, at);
+      reply["outside"] = ok ? json(nullptr) : json(at);
+    } else if (op == "time_end") {
+      for (auto& p : pairs) p.reset();
+    } else {
+      reply = {{"error", "unknown op"}};
+    }
+    for (int fd : fds)
+      if (op != "setup" && op != "collect" && op != "time_setup") close(fd);
+    if (!send_with_fds(sock, reply.dump(), out)) return 0;
+  }
+}
