@@ -2,7 +2,7 @@
 // what one slot call does (scangrade::emu::trace_begin / trace_end); this file turns that record into a
 // policy::Trace, and evaluate() (policy_rules.h) decides exactly as on the GPU.
 //
-// The emulator knows no kernel names ("kernel launched at <file>:<line>") and compiles no CUB or
+// The emulator knows no kernel names ("<kernel at FILE:LINE>", the launch site) and compiles no CUB or
 // Thrust (the build refuses their headers first), so the library rule never fires here; the copy,
 // host-memory, launch and pinned-leak evidence is the same as on the GPU.
 #include <scangrade/emu.h>

@@ -112,7 +112,7 @@ TEST(PolicyRules, LibraryKernels) {
   EXPECT_TRUE(is_library_kernel("_ZN6thrust20THRUST_300000_SM_900_NS8cuda_cub4core6_kernel_agentIN"));
   EXPECT_TRUE(is_library_kernel("_Z10my_wrapperIN4mgpu8scan_tEEvv"));
   EXPECT_FALSE(is_library_kernel("_ZN9scangrade7student12_GLOBAL__N_110scan_tilesIiEEvPKT_PS3_S6_mb"));
-  EXPECT_FALSE(is_library_kernel("kernel launched at student/hierarchical.cu:42"));
+  EXPECT_FALSE(is_library_kernel("<kernel at student/hierarchical.cu:42>"));
 
   Trace t;
   std::string name = "_ZN3cub18CUB_300000_SM_900_NS6detail4scan16DeviceScanKernelINS0_" + std::string(200, 'x');

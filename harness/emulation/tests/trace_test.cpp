@@ -98,8 +98,8 @@ TEST_F(EmuTrace, LaunchesByLaunchSiteWithTheLargestGrid) {
   Trace t = scangrade::emu::trace_end();
   EXPECT_EQ(t.launches, 3u);
   ASSERT_EQ(t.kernels.size(), 1u);
-  EXPECT_NE(t.kernels[0].name.find("kernel launched at "), std::string::npos);
-  EXPECT_NE(t.kernels[0].name.find("kernels_trace.cu:" + std::to_string(line)), std::string::npos) << t.kernels[0].name;
+  EXPECT_EQ(t.kernels[0].name.rfind("<kernel at ", 0), 0u);
+  EXPECT_NE(t.kernels[0].name.find("kernels_trace.cu:" + std::to_string(line) + ">"), std::string::npos) << t.kernels[0].name;
   EXPECT_EQ(t.kernels[0].launches, 3u);
   EXPECT_EQ(t.kernels[0].max_blocks, 8u);
   cudaFree(d);
