@@ -1,0 +1,226 @@
+// The case cache (case_cache.h).
+#include "case_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "results.h"  // harness_version
+#include "sha256.h"
+#include "text.h"  // random_hex
+
+namespace scangrade::grader {
+namespace {
+
+constexpr std::uint32_t kFormatVersion = 1;
+constexpr char kMagic[8] = {'S', 'G', 'C', 'A', 'S', 'E', '\r', '\n'};
+constexpr int kMaxNotes = 5;  // cache problems printed per judge (the rest are only counted)
+
+struct Header {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t dtype;          // 0 int32, 1 float32
+  std::uint64_t n;
+  std::uint32_t input_size;     // bytes per input element
+  std::uint32_t expected_size;  // bytes per expected element
+  unsigned char key[32];
+};
+static_assert(sizeof(Header) == 64, "the header is 64 bytes, no padding");
+
+/// Closes a descriptor at the end of a scope.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+/// A cache problem on stderr (judge.log): the first few of them.
+void note(const std::string& what) {
+  static std::atomic<int> notes{0};
+  if (notes++ < kMaxNotes)
+    std::cerr << "scangrade_judge: case cache: " << what << "\n";
+}
+
+/// sha256 of the judge's own executable, once: a rebuilt judge never reads an older one's files.
+const std::string& build_identity() {
+  static const std::string id = [] {
+    std::ifstream exe("/proc/self/exe", std::ios::binary);
+    if (!exe) return std::string("unknown");
+    std::ostringstream bytes;
+    bytes << exe.rdbuf();
+    return sha256_hex(bytes.str());
+  }();
+  return id;
+}
+
+std::string key_of(const Entry& e) {
+  const Case& c = e.input_case;  // its seed has the secret mixed in (hidden suites)
+  const nlohmann::json fields = {"scangrade case cache", kFormatVersion,        harness_version(),
+                                 build_identity(),       c.id,                  std::string(name(e.c.dtype)),
+                                 c.n,                    std::string(name(c.values)), c.seed,
+                                 std::string(name(e.c.kind))};
+  return sha256_hex(fields.dump());
+}
+
+Header header_of(const Entry& e, const std::string& key) {
+  Header h;
+  std::memset(&h, 0, sizeof h);
+  std::memcpy(h.magic, kMagic, sizeof h.magic);
+  h.version = kFormatVersion;
+  const bool f32 = e.c.dtype == DType::Float32;
+  h.dtype = f32 ? 1 : 0;
+  h.n = e.input_case.n;
+  h.input_size = f32 ? sizeof(float) : sizeof(std::int32_t);
+  h.expected_size = sizeof(double);
+  for (std::size_t i = 0; i < sizeof h.key; ++i) h.key[i] = static_cast<unsigned char>(std::stoi(key.substr(2 * i, 2), nullptr, 16));
+  return h;
+}
+
+bool read_all(int fd, void* to, std::size_t bytes) {
+  auto* p = static_cast<char*>(to);
+  while (bytes > 0) {
+    const ssize_t got = ::read(fd, p, bytes);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    bytes -= static_cast<std::size_t>(got);
+  }
+  return true;
+}
+
+bool write_all(int fd, const void* from, std::size_t bytes) {
+  const auto* p = static_cast<const char*>(from);
+  while (bytes > 0) {
+    const ssize_t put = ::write(fd, p, bytes);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) return false;
+    p += put;
+    bytes -= static_cast<std::size_t>(put);
+  }
+  return true;
+}
+
+/// The cached data, or nullopt: `why` says what is wrong with the file ("" when there is none).
+std::optional<CaseData> read_cached(const std::string& path, const Header& want, std::string& why) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
+  if (f.fd < 0) {
+    if (errno != ENOENT) why = std::string("cannot open it: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+    return std::nullopt;
+  }
+  if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    why = "not the judge's own file, or writable by others";
+    return std::nullopt;
+  }
+  const std::uint64_t size = sizeof(Header) + want.n * (want.input_size + want.expected_size);
+  if (static_cast<std::uint64_t>(st.st_size) != size) {
+    why = std::to_string(st.st_size) + " bytes, not " + std::to_string(size);
+    return std::nullopt;
+  }
+  Header got;
+  if (!read_all(f.fd, &got, sizeof got) || std::memcmp(&got, &want, sizeof got) != 0) {
+    why = "its header does not match";
+    return std::nullopt;
+  }
+  // one read each, straight into the vectors
+  CaseData d;
+  bool ok = false;
+  if (want.dtype == 1) {
+    d.input.f32.resize(want.n);
+    ok = read_all(f.fd, d.input.f32.data(), d.input.bytes());
+  } else {
+    d.input.i32.resize(want.n);
+    ok = read_all(f.fd, d.input.i32.data(), d.input.bytes());
+  }
+  d.expected.resize(want.n);
+  if (!ok || !read_all(f.fd, d.expected.data(), want.n * sizeof(double))) {
+    why = "short read";
+    return std::nullopt;
+  }
+  return d;
+}
+
+/// Writes `d` to `path` through a temporary file and a rename; "" or what went wrong.
+std::string store(const std::string& path, const Header& h, const CaseData& d) {
+  const std::string tmp = path + ".tmp-" + random_hex(8);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
+  bool ok = write_all(fd, &h, sizeof h) && write_all(fd, d.input.data(), d.input.bytes()) &&
+            write_all(fd, d.expected.data(), d.expected.size() * sizeof(double));
+  int err = ok ? 0 : errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return "cannot write " + tmp + ": " + (err ? std::strerror(err) : "short write");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return "cannot rename " + tmp + " to " + path + ": " + why;
+  }
+  return "";
+}
+
+CaseData through_cache(const Entry& e, const std::string& cache_dir, CacheUse& use) {
+  const std::string key = key_of(e);
+  const std::string path = cache_dir + "/" + key + ".case";
+  const Header want = header_of(e, key);
+  std::string why;
+  if (auto hit = read_cached(path, want, why)) {
+    use = CacheUse::Hit;
+    return std::move(*hit);
+  }
+  CaseData d = make_case_data(e);
+  use = CacheUse::Fallback;
+  if (!d.error.empty()) return d;  // nothing worth keeping
+  if (!why.empty()) note("unusable file " + path + " (" + why + "): made again and replaced");
+  const std::string problem = store(path, want, d);
+  if (problem.empty()) use = CacheUse::Stored;
+  else note(problem + " (the case's data is made here, not kept)");
+  return d;
+}
+
+}  // namespace
+
+std::string case_cache_path(const Entry& e, const std::string& cache_dir) {
+  return cache_dir + "/" + key_of(e) + ".case";
+}
+
+CaseData cached_case_data(const Entry& e, const std::string& cache_dir, CacheUse* use) {
+  CacheUse how = CacheUse::Off;
+  CaseData d;
+  if (cache_dir.empty()) {
+    d = make_case_data(e);
+  } else {
+    try {
+      d = through_cache(e, cache_dir, how);
+    } catch (const std::exception& ex) {  // e.g. no memory for a read: make it the usual way
+      note(std::string("cannot use ") + cache_dir + ": " + ex.what() + " (the case's data is made here)");
+      how = CacheUse::Fallback;
+      d = make_case_data(e);
+    }
+  }
+  if (use) *use = how;
+  return d;
+}
+
+}  // namespace scangrade::grader

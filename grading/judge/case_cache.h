@@ -1,0 +1,39 @@
+// The case cache: a case's input and oracle output made once per batch and shared, read-only, by
+// the batch's judges (--case-cache DIR). Every judge of a batch grades the same suites with the same
+// seed and secret, so for the 2^26-element cases each judge would otherwise spend about a second per
+// case making the same data.
+//
+// A file <dir>/<key>.case holds one case: a 64-byte header (magic, format version, dtype, n, element
+// sizes, the key), the input's bytes, then the expected doubles. The key is a sha256 over the format
+// version, the harness version, the judge's build (sha256 of its executable) and everything that
+// determines the data: the input case's id, dtype, n, values and seed (the secret already mixed in
+// for hidden suites) and the kind. A file is trusted only when it is a regular file of this user,
+// writable by no one else, with the right header and size; anything else is made again and replaced
+// (a temporary file, O_EXCL, 0600, then a rename: judges making the same case at once both rename).
+//
+// The cache only ever holds what a judge made from the suite, never anything from a worker, and the
+// folder must be out of every worker's reach (the batch makes it 0700 outside the sandboxes). A cache
+// problem of any kind falls back to making the data here: it never changes a verdict.
+#pragma once
+
+#include <string>
+
+#include "session.h"
+
+namespace scangrade::grader {
+
+/// What cached_case_data did.
+enum class CacheUse {
+  Off,       // no cache folder: made here
+  Hit,       // read from the cache
+  Stored,    // made here and written to the cache
+  Fallback,  // made here; the cache could not be used (see the judge's stderr)
+};
+
+/// make_case_data(e), through the cache in `cache_dir` ("" = no cache). `use`, when given, says how.
+CaseData cached_case_data(const Entry& e, const std::string& cache_dir, CacheUse* use = nullptr);
+
+/// The cache file of a case: <cache_dir>/<key>.case.
+std::string case_cache_path(const Entry& e, const std::string& cache_dir);
+
+}  // namespace scangrade::grader
