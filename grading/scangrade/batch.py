@@ -35,6 +35,13 @@ its submission's perf cases with the GPU to itself. The reference, CUB and copy 
 once per case and GPU and kept in DIR/locks/baselines-gpu<N>.json (the judge's --baseline-cache). On
 the emulate backend one pool of --jobs judges shares the CPU slots with the compiles.
 
+Case data: every judge of the batch grades the same cases with the same seeds and secret, so each
+case's input and oracle output is made once and shared read-only through a folder of the batch (the
+judge's --case-cache): /dev/shm/scangrade-cases-<pid>-<random> when /dev/shm has room for every case
+and the judges' channels, else in the batch's private temporary folder; 0700, out of every
+sandbox's reach (bubblewrap gives each worker its own /dev/shm and /tmp), and removed when the batch
+ends, however it ends. Not with --sandbox off.
+
 Resume (default): a student whose stamp.json matches this run is not graded again. The stamp holds
 the submission's content hash, the suites' sha256s, the harness version (toolchain.json), the
 backend, --max-n, --budget-s and a fingerprint of the secret (a salted hash, never the secret). A
@@ -89,7 +96,57 @@ SANDBOX_UID_BASE = 61000
 EXIT_OK = 0
 EXIT_REPOS_NOT_TAKEN = 1   # --repos: everything taken was graded, some repository could not be taken
 STAMP_VERSION = 1
+# the case cache (the judge's --case-cache, grading/judge/case_cache.h)
+SHM = Path("/dev/shm")
+CASE_CACHE_PREFIX = "scangrade-cases-"
+SHM_KEEP_FREE = 8 << 30        # what the judges want free in /dev/shm for their channels (results.cpp channel_base)
+EMULATION_MAX_N = (1 << 22) + 1   # the judge's cap on the emulate backend (harness/.../emulated_run.h)
 log = logging.getLogger(__name__)
+
+
+# --- the case cache ------------------------------------------------------------------------------------
+
+def case_data_bytes(suites: list[Path], max_n: int | None) -> int:
+    """The most the case cache holds for these suites: per case a 64-byte header, the input (4 bytes
+    an element) and the expected values (8)."""
+    total = 0
+    for path in suites:
+        try:
+            cases = json.loads(Path(path).read_text()).get("cases", [])
+        except (OSError, ValueError, AttributeError):
+            continue   # the preflight judge has said what is wrong with it
+        for c in cases if isinstance(cases, list) else []:
+            n = c.get("n") if isinstance(c, dict) else None
+            if isinstance(n, int) and (max_n is None or n <= max_n):
+                total += 64 + 12 * n
+    return total
+
+
+def sweep_stale_case_caches(shm: Path = SHM) -> None:
+    """Removes this user's case caches left in /dev/shm by batches that are gone (killed)."""
+    for folder in shm.glob(f"{CASE_CACHE_PREFIX}*-*"):
+        pid = folder.name[len(CASE_CACHE_PREFIX):].split("-")[0]
+        try:
+            if not pid.isdigit() or folder.lstat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:   # alive (another user's), or gone meanwhile
+            continue
+
+
+def make_case_cache(private: Path, need: int, shm: Path = SHM) -> Path:
+    """The batch's case cache folder (0700): in /dev/shm when it has room for `need` bytes and the
+    judges' channels, else in the batch's private folder."""
+    with contextlib.suppress(OSError):
+        sweep_stale_case_caches(shm)
+        fs = os.statvfs(shm)
+        if os.access(shm, os.W_OK | os.X_OK) and fs.f_bavail * fs.f_frsize >= need + SHM_KEEP_FREE:
+            return Path(tempfile.mkdtemp(prefix=f"{CASE_CACHE_PREFIX}{os.getpid()}-", dir=shm))
+    folder = private / "cases"
+    folder.mkdir(mode=0o700)
+    return folder
 
 
 # --- hashes and stamps ----------------------------------------------------------------------------------
@@ -221,6 +278,7 @@ class Batch:
         self.progress: Progress | None = None
         self.setpriv = shutil.which("setpriv")
         self.uids: queue.SimpleQueue[int] = queue.SimpleQueue()   # sandbox uids, one per running judge
+        self.case_cache: Path | None = None   # made by run(), removed when it returns or raises
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -327,7 +385,7 @@ class Batch:
                        name=st.entry.student_id, formats=self.args.formats, budget_s=self.args.budget_s,
                        max_n=self.args.max_n, jobs=1, compile_timeout=self.args.compile_timeout,
                        judge_log=st.out / "judge.log", keep_objects=False, sandbox=self.args.sandbox,
-                       bwrap=self.args.bwrap)
+                       bwrap=self.args.bwrap, case_cache=self.case_cache)
         graded = grade_one(job, self.judge, self.backend, self.recipe, self.private, compile_slot=self.compile_slot,
                            judge_seat=lambda: self.judge_seat(st), clock=self.now)
         st.phases.update(graded.phases)
@@ -378,11 +436,18 @@ class Batch:
         seats = self.args.judges_per_gpu * len(self.pools)
         threads = max(1, min(len(students), 2 * (self.args.jobs + seats)))
         try:
+            if self.args.sandbox != "off":   # unconfined, a worker could write it (the judge ignores it too)
+                cap = self.args.max_n if self.args.max_n is not None else \
+                    EMULATION_MAX_N if self.backend == "emulate" else None
+                self.case_cache = make_case_cache(self.private, case_data_bytes(
+                    [*self.args.suite, *self.args.hidden_suite], cap))
             with ThreadPoolExecutor(threads, "grade") as pool:
                 for f in [pool.submit(one, st) for st in students]:
                     f.result()
         finally:
             self.progress.close()
+            if self.case_cache is not None:
+                shutil.rmtree(self.case_cache, ignore_errors=True)
             shutil.rmtree(self.private, ignore_errors=True)
         return students
 

@@ -3,7 +3,7 @@
     python3 grading/grade.py SUBMISSION [--suite FILE]... [--hidden-suite FILE (--secret S | --secret-file F)]
                              [--out DIR] [--backend auto|gpu|emulate] [--build-dir build]
                              [--formats all|gradescope,prairielearn,autolab,junit|none]
-                             [--budget-s 900] [--max-n N] [--jobs N] [--quiet]
+                             [--budget-s 900] [--max-n N] [--jobs N] [--case-cache DIR] [--quiet]
 
 SUBMISSION is a folder, a .zip or a .tar.gz/.tgz containing student/ (or one folder that contains
 student/). The steps:
@@ -130,6 +130,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
     parser.add_argument("--compile-timeout", type=float, default=COMPILE_TIMEOUT_S,
                         help="seconds per compiled file (default: %(default)s)")
+    parser.add_argument("--case-cache", type=Path, metavar="DIR",
+                        help="keep the cases' inputs and oracle outputs in DIR (made 0700 when missing) and reuse "
+                             "them in later runs with the same suites and judge (the judge's --case-cache; "
+                             "batch.py makes one per batch). DIR must be this grader's alone. Default: each run "
+                             "makes its own")
     add_sandbox_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the table (and errors)")
     parser.add_argument("--print-autolab", action="store_true",
@@ -183,6 +188,7 @@ class GradeJob:
     keep_objects: bool = True               # keep <out>/obj after linking
     sandbox: str = "auto"                   # --sandbox auto|require|off for the judge (compiles: the recipe's)
     bwrap: str = "bwrap"
+    case_cache: Path | None = None          # the judge's --case-cache DIR (batch.py: one folder per batch)
 
 
 @dataclass
@@ -276,7 +282,8 @@ def _run_judge(job: GradeJob, graded: Graded, built: BuildResult, judge: Path, b
     out = graded.out
     cmd = seat.prefix + judge_command(judge, built.worker, out, graded.name, job.submission, backend, job.suites,
                                       job.hidden_suites, job.secret_file, job.budget_s, job.max_n,
-                                      ["--sandbox", job.sandbox, "--bwrap", job.bwrap, *seat.extra])
+                                      ["--sandbox", job.sandbox, "--bwrap", job.bwrap, *seat.extra,
+                                       *(["--case-cache", str(job.case_cache)] if job.case_cache else [])])
     timeout = seat.timeout_s if seat.timeout_s is not None else job.budget_s + JUDGE_GRACE_S
     see_log = f" (see {job.judge_log})" if job.judge_log else ""
     log.info("judging on the %s backend (budget %g s)", backend, job.budget_s)
@@ -342,6 +349,11 @@ def main(argv: list[str] | None = None) -> int:
     except ToolchainError as exc:
         return fail(EXIT_INTERNAL, str(exc))
 
+    if args.case_cache:
+        try:
+            args.case_cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            return fail(EXIT_BAD_INPUT, f"--case-cache: cannot make {args.case_cache}: {exc}")
     private = Path(tempfile.mkdtemp(prefix="scangrade-grade-"))
     os.chmod(private, 0o700)
     try:
@@ -354,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
         job = GradeJob(args.submission, args.suite, args.hidden_suite, secret_file, out=args.out,
                        formats=args.formats, budget_s=args.budget_s, max_n=args.max_n, jobs=args.jobs,
                        compile_timeout=args.compile_timeout, capture=args.quiet, sandbox=args.sandbox,
-                       bwrap=args.bwrap)
+                       bwrap=args.bwrap, case_cache=args.case_cache.resolve() if args.case_cache else None)
         graded = grade_one(job, judge, backend, recipe, private)
     finally:
         shutil.rmtree(private, ignore_errors=True)
