@@ -14,8 +14,8 @@ Two scans, both run by build.py on every student .cu (a slot file or a helper):
   - uses (an undefined reference, nm `U`) of a `scangrade::` name outside `scangrade::student` and
     CONTRACT_INLINE (on the emulation backend `scangrade::emu` too: the rewritten kernels call the
     emulator): the reference solution (`scangrade::reference::hierarchical_scan`) or other harness code
-    called by name. The GPU worker links the reference (it times against it), so such a call would
-    link there and pass; on a student's own build it does not link at all;
+    called by name (no worker links the reference: without this rule such a file would fail to link,
+    with a linker message instead of the rule);
   - definitions, of an external symbol only (internal ones cannot replace anything): a `scangrade::`
     name outside `scangrade::student` (the contract header's own inline names, CONTRACT_INLINE, are
     emitted as weak symbols by every submission and are allowed; on the emulation backend so are the
