@@ -8,6 +8,7 @@
 //   hang_on=K        sleeps forever on command K
 //   hang_slot=SLOT   sleeps forever on every check of that slot (a bonus slot that spins)
 //   stale_timed      timed calls write nothing (a slot that caches results)
+//   lying_times      timed calls take 20 ms but report 0.001 ms (a process that forges its clock)
 //   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
 //   bad_stage[=K]    sends a stage line other than "ran" before its reply (on command K, or every)
 //   short_output[=K] leaves the last output element unwritten (poisoned)
@@ -205,6 +206,10 @@ int main(int argc, char** argv) {
       if (cmd.call >= 0 && timed) {
         if (mode.name != "stale_timed") scan(timed->at[cmd.call], timed->at[2 + cmd.call]);
         r.event_ms = r.host_ms = 1.0 / ratio;
+        if (mode.name == "lying_times") {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          r.event_ms = r.host_ms = 0.001;
+        }
       }
       write_line(kReplyFd, encode(r));
     } else if (cmd.shared) {

@@ -45,6 +45,19 @@ TEST_F(Judge, ATimedCallThatDidNotComputeItsResultFailsTheCase) {
   expect_others_pass(r.results, {"hier.int32.n5000.excl", "sp.float32.n3000.real"});
 }
 
+TEST_F(Judge, TimesBelowTheJudgesClockAreReplacedByIt) {
+  // the worker's process reports 1 us for calls the judge sees take 20 ms
+  const Result r = judge(worker("--mode lying_times"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  for (const char* id : {"hier.int32.n5000.excl", "sp.float32.n3000.real"}) {
+    const json& c = case_of(r.results, id);
+    ASSERT_TRUE(c["timing"].is_object()) << id << ": " << c["message"];
+    EXPECT_GT(c["timing"]["median_ms"].get<double>(), 15.0) << id;
+    EXPECT_TRUE(contains(c["timing"]["method"], "the judge's clock")) << c["timing"]["method"];
+  }
+  EXPECT_LT(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 1e-9);  // 20x slower than 1 ms
+}
+
 TEST_F(Judge, PerformancePointsNeedEveryCaseOfTheSlot) {
   // command 3 is the hierarchical case's check: it crashes, so its perf points are 0 (max still counted)
   const Result r = judge(worker("--mode crash_on=3"), "--sanitizer off", "gpu");

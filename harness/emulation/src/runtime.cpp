@@ -761,7 +761,8 @@ Trace trace_end() {
 }
 
 void adopt_memory(void* ptr, std::size_t size) {
-  if (ptr != nullptr && size > 0) detail::rt().device[reinterpret_cast<std::uintptr_t>(ptr)] = detail::Allocation{size, false};
+  if (ptr != nullptr && size > 0) detail::rt().device[reinterpret_cast<std::uintptr_t>(ptr)] =
+      detail::Allocation{size, false, detail::Memory::Registered};  // never freed here, in no balance
 }
 void forget_memory(void* ptr) { detail::rt().device.erase(reinterpret_cast<std::uintptr_t>(ptr)); }
 
