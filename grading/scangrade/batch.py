@@ -10,7 +10,8 @@ SUBMISSIONS_DIR holds one entry per student: a folder, a .zip or a .tar.gz/.tgz 
 too, with a layout_error). Each is graded exactly like grade.py grades one submission (layout check,
 compile, judge, exports), and the batch writes:
 
-  DIR/students/<id>/     results.json (the judge's), build.json, the exports, judge.log, stamp.json
+  DIR/students/<id>/     results.json (the judge's), build.json, the exports, feedback.html (the page the
+                         student reads), judge.log, stamp.json
   DIR/gradebook.csv      one row per entry, sorted by id (columns below)
   DIR/report.html        self-contained: score histogram, pass rate per case, perf ratios, submissions
   DIR/batch.json         the batch's record: settings, per-student phases and outcome, phase totals
@@ -82,6 +83,7 @@ from . import log as logsetup
 from .batch_report import render_report
 from .build import Recipe, ToolchainError, write_layout_error
 from .exporters import FILE_NAMES, ResultsError, fmt_points, load_results, parse_formats, write_exports
+from .feedback import FILE_NAME as FEEDBACK_PAGE, write_page
 from .grade import (JUDGE_GRACE_S, GradeJob, JudgeSeat, add_sandbox_arguments, grade_one, judge_command, judge_phases,
                     load_grader)
 from .gradebook import Student, flags_of, gradebook_rows, phase_totals, write_atomic, write_gradebook
@@ -360,6 +362,11 @@ class Batch:
         missing = [f for f in self.args.formats if not (st.out / FILE_NAMES[f]).is_file()]
         if missing:
             write_exports(st.results, st.out, missing)
+        if not (st.out / FEEDBACK_PAGE).is_file():
+            try:
+                write_page(st.results, st.out)
+            except (OSError, KeyError, TypeError, ValueError) as exc:
+                log.warning("%s: %s not written: %r", st.entry.student_id, FEEDBACK_PAGE, exc)
         st.reused = True
         st.outcome = st.results["outcome"]
         st.flags = flags_of(st.results)

@@ -3,9 +3,10 @@
 Sections: summary (counts, mean/median score, flags), score histogram, pass rate per case (a bar chart
 per slot and a table), performance ratio distribution per slot (× reference: reference time / student
 time, the geometric mean over the slot's perf cases), where the time went (phases), and the table of
-submissions with links to each one's results.json, build.json, judge.log and exports. Plots are inline
-SVG; there is no script, no stylesheet and no image outside the file. The markup is the Jinja2
-template templates/report.html.j2; this module computes what it shows.
+submissions: each student's id links to their feedback page (feedback.html, scangrade/feedback.py;
+results.json when there is none), the files column to it, results.json, build.json, judge.log and the
+exports. Plots are inline SVG; there is no script, no stylesheet and no image outside the file. The
+markup is the Jinja2 template templates/report.html.j2; this module computes what it shows.
 
     PYTHONPATH=grading python3 -m scangrade.batch_report DIR   re-renders DIR/report.html from
                                       DIR/batch.json and the students' results.json (e.g. after
@@ -24,6 +25,7 @@ from urllib.parse import quote
 import jinja2
 
 from .exporters import FILE_NAMES
+from .feedback import FILE_NAME as FEEDBACK_PAGE
 from .gradebook import Student, gradebook_rows, write_atomic
 from .lms import Entry
 from .vocab import SLOTS
@@ -157,12 +159,13 @@ def render_report(students: list[Student], record: dict, columns: list[str], row
     for row in rows:
         st = by_id[row["student_id"]]
         base = f"students/{quote(st.entry.student_id)}/"
-        files = [(name, base + quote(name)) for name in ["results.json", "build.json", "judge.log", *FILE_NAMES.values()]
+        files = [(name, base + quote(name))
+                 for name in [FEEDBACK_PAGE, "results.json", "build.json", "judge.log", *FILE_NAMES.values()]
                  if (st.out / name).is_file()]
         submission_rows.append({
             "id": st.entry.student_id, "raw_name": st.entry.raw_name, "outcome": st.outcome, "reused": st.reused,
             "error": st.error, "percent": row["percent"], "flags": st.flags, "files": files,
-            "link": base + "results.json" if (st.out / "results.json").is_file() else "",
+            "link": files[0][1] if files and files[0][0] in (FEEDBACK_PAGE, "results.json") else "",
             "total": f"{row['total']}/{row['max_total']}" if row["total"] != "" else "—",
             "slots": [str(row[s]) for s in SLOTS]})
 

@@ -13,6 +13,11 @@ Every exporter reads only results.json (grading/results.schema.json) and writes 
 Student-facing exports (PrairieLearn, Autolab) never show a non-visible case's input or message: the
 test keeps its points and reads "hidden test". Gradescope applies `visibility` itself; JUnit is for
 instructors and CI and shows everything.
+
+A case that did not pass reads the same everywhere a student sees it: case_feedback() gives its lines
+(the judge's message with its hint lines, why the case exists, its seed and the `make test` command
+that reruns it), and Gradescope's and PrairieLearn's test output and the slot section of
+feedback.html (scangrade/feedback.py) are those lines.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import NamedTuple
 
 from .vocab import SLOTS
 
@@ -132,8 +138,67 @@ def summary_lines(results: dict) -> list[str]:
     return lines
 
 
-def case_output(case: dict, results: dict, log_shown: set[str], first_number: dict[str, str]) -> str:
-    """A case's message for the student; a compile_error case shows the compile log once per slot."""
+# --- what a student reads about one case --------------------------------------------------------------
+
+# statuses of a case that ran: `make test` reruns it with the same input (compile errors rebuild)
+REPLAYABLE = ("fail", "crash", "timeout", "race", "memory_error", "out_of_bounds_write", "input_modified", "leak")
+SANITIZER_TOOL = {"race": "racecheck", "memory_error": "memcheck"}
+
+
+class Line(NamedTuple):
+    """One line of a case's feedback. kind: message (the judge's), hint, why, seed, replay (a command
+    after "replay: "), log (the compile log)."""
+    kind: str
+    text: str
+
+
+def gtest_name(case: dict) -> str:
+    """The case's GoogleTest name in `make test` (harness/tests/kernel_tests.cpp): <Slot>/Kernel.Case/<label>,
+    the label being the id without its slot prefix, '.' and '-' made '_' (suite.cpp case_label)."""
+    slot = case["slot"]
+    label = case["id"].removeprefix(f"{slot}.")
+    camel = "".join(word.capitalize() for word in slot.split("_"))
+    return f"{camel}/Kernel.Case/" + label.replace(".", "_").replace("-", "_")
+
+
+def case_suite(case: dict, results: dict) -> dict | None:
+    return next((s for s in results.get("suites", []) if s["name"] == case["suite"]), None)
+
+
+def replay_commands(case: dict, results: dict) -> list[str]:
+    """The command lines that rerun the case on the student's machine, or none when its input cannot be
+    made there (a suite whose seeds are mixed with the instructor's secret). `make test` passes
+    GTEST_FILTER on to GoogleTest; SCANGRADE_BACKEND=emulate when the grade was emulated (a GPU would
+    hide a race the emulator's thread orders show)."""
+    suite = case_suite(case, results)
+    if suite is None or suite["secret_mixed"]:
+        return []
+    backend = "SCANGRADE_BACKEND=emulate " if results["backend"] == "emulate" else ""
+    suite_arg = "" if suite["name"] == "public" else f" SUITE={Path(suite['path']).name}"
+    if case["status"] == "compile_error":
+        return [f"{backend}make test{suite_arg}"]
+    commands = [f"{backend}GTEST_FILTER='{gtest_name(case)}' make test{suite_arg}"]
+    if results["backend"] == "gpu" and case["status"] in SANITIZER_TOOL:
+        findings = (case.get("sanitizer") or {}).get("findings") or []
+        tool = findings[0]["tool"] if findings else SANITIZER_TOOL[case["status"]]
+        suite_flag = "" if not suite_arg else f" --suite={Path(suite['path']).name}"
+        commands.append(f"compute-sanitizer --tool {tool} build/scangrade_student_test"
+                        f" --gtest_filter='{gtest_name(case)}'{suite_flag}")
+    return commands
+
+
+def seed_line(case: dict, results: dict) -> str:
+    suite = case_suite(case, results)
+    if suite is not None and suite["secret_mixed"]:
+        return (f"seed: {case['seed']} in the {case['suite']} suite, mixed with the instructor's secret:"
+                " this input cannot be made again on your machine")
+    return f"seed: {case['seed']} ({case['suite']} suite, n={case['n']}, {case['dtype']}, {case['values']})"
+
+
+def case_feedback(case: dict, results: dict, compile_log: bool = True) -> list[Line]:
+    """What a student reads about a case: the judge's message (lines starting "hint:" are hints) and,
+    for a case that ran, why it exists, its seed and the command that reruns it. A compile_error case
+    carries the compile log (compile_log=False: once per slot is enough) and `make test`."""
     status = case["status"]
     if status == "pass":
         text = "passed"
@@ -141,20 +206,42 @@ def case_output(case: dict, results: dict, log_shown: set[str], first_number: di
         if t:
             text += (f"; {t['median_ms']:.4g} ms median, {t['gbps']:.4g} GB/s,"
                      f" {t['ratio_to_reference']:.3g}x the reference")
-    elif status == "compile_error":
-        slot = case["slot"]
-        if slot not in log_shown:
-            log_shown.add(slot)
-            text = f"{slot} did not compile:\n{results['build']['log'] or case['message']}"
+        return [Line("message", text)]
+    if status == "internal_error":
+        return [Line("message", f"{STATUS_TEXT[status]}: {case['message']}")]
+    lines: list[Line] = []
+    if status == "compile_error":
+        log = results["build"]["log"].rstrip("\n")
+        if log and compile_log:
+            lines.append(Line("message", f"{case['slot']} did not compile:"))
+            lines += [Line("log", line) for line in log.split("\n")]
         else:
-            text = f"{slot} did not compile: see test {first_number.get(slot, '')}"
-    elif status == "internal_error":
-        text = f"{STATUS_TEXT[status]}: {case['message']}"
+            lines.append(Line("message", case["message"] or f"{case['slot']} did not compile"))
     else:
-        text = case["message"] or STATUS_TEXT.get(status, status)
-    if status != "pass" and case.get("why"):
-        text += f"\nwhy this case: {case['why']}"
-    return text
+        for line in (case["message"] or STATUS_TEXT.get(status, status)).rstrip("\n").split("\n"):
+            head = line.lstrip()
+            kind = "hint" if head.startswith("hint:") else "why" if head.startswith("why this case:") else "message"
+            lines.append(Line(kind, line))
+    if status in REPLAYABLE:
+        if case.get("why") and not any(line.kind == "why" for line in lines):
+            lines.append(Line("why", f"why this case: {case['why']}"))
+        lines.append(Line("seed", seed_line(case, results)))
+    if status in REPLAYABLE or status == "compile_error":
+        lines += [Line("replay", f"replay: {cmd}") for cmd in replay_commands(case, results)]
+    return lines
+
+
+def feedback_text(lines: list[Line]) -> str:
+    return "\n".join(line.text for line in lines)
+
+
+def case_output(case: dict, results: dict, log_shown: set[str], first_number: dict[str, str]) -> str:
+    """A case's test output (Gradescope, PrairieLearn): its feedback text; the compile log once per slot."""
+    if case["status"] == "compile_error" and case["slot"] in log_shown:
+        return f"{case['slot']} did not compile: see test {first_number.get(case['slot'], '')}"
+    if case["status"] == "compile_error":
+        log_shown.add(case["slot"])
+    return feedback_text(case_feedback(case, results))
 
 
 def perf_output(results: dict, slot: str, student_facing: bool = False) -> str:

@@ -11,7 +11,8 @@ student/). The steps:
   1. read the layout (scangrade/submission.py); a bad layout is graded as layout_error;
   2. compile each student/*.cu and link <out>/worker (scangrade/build.py) -> <out>/build.json;
   3. run the judge (toolchain.json's "judge"), which runs the worker on the suites -> <out>/results.json;
-  4. export results.json to the chosen platforms' formats (scangrade/exporters.py);
+  4. export results.json to the chosen platforms' formats (scangrade/exporters.py) and write the
+     student's feedback page <out>/feedback.html (scangrade/feedback.py; needs Jinja2);
   5. print the table (scangrade/report.py).
 
 results.json is written by the judge only. Exit status mirrors the judge's: 0 graded, every case
@@ -37,6 +38,7 @@ from pathlib import Path
 from . import log as logsetup
 from .build import COMPILE_TIMEOUT_S, BuildResult, Recipe, ToolchainError, build, read_toolchain, write_layout_error
 from .exporters import FILE_NAMES, ResultsError, load_results, parse_formats, write_exports
+from .feedback import FILE_NAME as FEEDBACK_PAGE, write_page
 from .report import render, use_color
 from .submission import load_submission
 from .vocab import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_PASSED
@@ -106,7 +108,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="grade.py", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Outputs in --out: build.json, worker, results.json (the judge's, see "
-               "grading/results.schema.json), gradescope.json, prairielearn.json, autolab.txt, junit.xml.\n"
+               "grading/results.schema.json), gradescope.json, prairielearn.json, autolab.txt, junit.xml, "
+               "feedback.html (the page a student reads).\n"
                "Exit status: 0 all passed, 1 some case did not pass, 2 bad input, 3 internal error.")
     parser.add_argument("submission", type=Path, help="folder, .zip or .tar.gz with student/")
     parser.add_argument("--suite", type=Path, action="append",
@@ -237,7 +240,7 @@ def grade_one(job: GradeJob, judge: Path, backend: str, recipe: Recipe, workdir:
             out = graded.out = (job.out or Path("grading-results") / sub.name).resolve()
             out.mkdir(parents=True, exist_ok=True)
             # nothing stale may pass for this run's results
-            for name in ["results.json", "build.json", "worker", *FILE_NAMES.values()]:
+            for name in ["results.json", "build.json", "worker", FEEDBACK_PAGE, *FILE_NAMES.values()]:
                 (out / name).unlink(missing_ok=True)
             if sub.layout_error:
                 log.info("layout error: %s", sub.layout_error)
@@ -273,6 +276,12 @@ def grade_one(job: GradeJob, judge: Path, backend: str, recipe: Recipe, workdir:
     except (OSError, KeyError, TypeError, ValueError) as exc:
         graded.code = EXIT_INTERNAL
         graded.error = f"exporting failed: {exc!r} (results.json is intact)"
+    try:   # the student's page: the grade does not depend on it
+        page = write_page(graded.results, out)
+        if page is not None:
+            graded.written["feedback"] = page
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        log.warning("%s not written: %r", FEEDBACK_PAGE, exc)
     graded.phases["export"] = [t, clock()]
     return graded
 
