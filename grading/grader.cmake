@@ -240,6 +240,13 @@ if(SCANGRADE_BUILD_TESTS AND scangrade_gpu_grader)
   add_dependencies(scangrade_grader_tests scangrade_judge scangrade_fake_worker scangrade_fake_checker scangrade_worker_reference
                    scangrade_worker_racy scangrade_worker_main scangrade_alloc_tracker_obj)
   gtest_discover_tests(scangrade_grader_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
+
+  # The checker's device-side checks against the host rule (skipped without a GPU).
+  add_executable(scangrade_output_check_tests ${SCANGRADE_CHECKER_DIR}/test_output_check.cu
+                 ${SCANGRADE_CHECKER_DIR}/output_check.cu $<TARGET_OBJECTS:scangrade_alloc_tracker_obj>)
+  target_include_directories(scangrade_output_check_tests PRIVATE ${SCANGRADE_CHECKER_DIR})
+  target_link_libraries(scangrade_output_check_tests PRIVATE scangrade_device GTest::gtest_main)
+  gtest_discover_tests(scangrade_output_check_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
 endif()
 
 # Everything `make grade` needs: the judge, the prebuilt worker pieces of toolchain.json, and the

@@ -41,15 +41,23 @@ using nlohmann::json;
 
 constexpr std::size_t kMaxMessage = 64 * 1024;
 
-/// The judge's staging memfd, mapped for one op.
+/// The judge's staging memfd (or, read-only, a case file of its case cache), mapped for one op.
 class Staging {
  public:
-  explicit Staging(int fd) : fd_(fd) {
+  enum Access { ReadWrite, ReadOnly };
+  explicit Staging(int fd, Access access = ReadWrite) : fd_(fd) {
     struct stat st {};
-    if (fstat(fd, &st) != 0 || st.st_size <= 0) throw std::runtime_error("the staging descriptor is not a file");
+    if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+      close(fd);
+      throw std::runtime_error("the staging descriptor is not a file");
+    }
     size_ = static_cast<std::size_t>(st.st_size);
-    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) throw std::runtime_error(std::string("mapping the staging file: ") + std::strerror(errno));
+    void* p = mmap(nullptr, size_, access == ReadOnly ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      close(fd);
+      throw std::runtime_error(std::string("mapping the staging file: ") + std::strerror(err));
+    }
     data_ = static_cast<char*>(p);
   }
   ~Staging() {
@@ -69,9 +77,11 @@ class Staging {
 
 void cuda(cudaError_t err, const char* what) { check_cuda(err, what, "checker"); }
 
-/// A check case: the input and the output zone (guard, output, guard), shared with the worker.
+/// A check case: the input and the output zone (guard, output, guard), shared with the worker, and
+/// a pristine copy of the input for the device-side check.
 struct CheckCase {
   vmm::Mapping in, zone;
+  std::unique_ptr<DeviceBuffer> pristine;
   std::size_t n = 0, element = 4;
   ~CheckCase() {
     vmm::release(in);
@@ -79,7 +89,8 @@ struct CheckCase {
   }
 };
 
-/// A timed case: pristine input and band here, two input/output pairs shared with the worker.
+/// A timed case: pristine input and band here (the band made here, output_check.h), two
+/// input/output pairs shared with the worker.
 struct TimedCase {
   std::unique_ptr<DeviceBuffer> pristine, lo, hi, flush, first;
   vmm::Mapping in[2], out[2];
@@ -134,6 +145,7 @@ class Checker {
   json dispatch(const json& msg, std::vector<int>& fds, std::vector<int>& out_fds) {
     const std::string op = msg.at("op").get<std::string>();
     if (op == "setup") return setup(msg, take_one(fds), out_fds);
+    if (op == "check") return check(msg);
     if (op == "collect") return collect(take_one(fds));
     if (op == "release") {
       check_.reset();
@@ -151,26 +163,54 @@ class Checker {
 
   static std::size_t element_of(const json& msg) { return 4; }  // int32 and float32
 
-  json setup(const json& msg, int staging_fd, std::vector<int>& out_fds) {
-    const Staging staging(staging_fd);
+  /// The input at byte `offset` of the descriptor (the judge's staging memfd or a case cache file).
+  json setup(const json& msg, int input_fd, std::vector<int>& out_fds) {
+    const Staging staging(input_fd, Staging::ReadOnly);
     check_.reset();
     auto c = std::make_unique<CheckCase>();
     c->n = msg.at("n").get<std::size_t>();
     c->element = element_of(msg);
     const std::size_t g = kGuardElements, in_bytes = c->n * c->element, zone_bytes = (c->n + 2 * g) * c->element;
+    const std::size_t offset = msg.value("offset", std::size_t{0});
     int in_fd = -1, zone_fd = -1;
     if (std::string why = vmm::create(in_bytes, c->in, in_fd); !why.empty()) return {{"error", why}, {"room", false}};
     out_fds.push_back(in_fd);
     if (std::string why = vmm::create(zone_bytes, c->zone, zone_fd); !why.empty()) return {{"error", why}, {"room", false}};
     out_fds.push_back(zone_fd);
+    try {
+      c->pristine = std::make_unique<DeviceBuffer>(in_bytes, "checker");
+    } catch (const std::exception& e) {
+      return {{"error", e.what()}, {"room", false}};
+    }
     // input from the judge; the zone: canaries around the poisoned output (check.h)
-    std::vector<std::uint32_t> zone(c->n + 2 * g, kCanaryBits);
-    for (std::size_t i = 0; i < c->n; ++i) zone[g + i] = kPoisonBits;
-    if (in_bytes) cuda(cudaMemcpy(c->in.ptr, staging.at(0, in_bytes), in_bytes, cudaMemcpyHostToDevice), "copying the input");
-    cuda(cudaMemcpy(c->zone.ptr, zone.data(), zone_bytes, cudaMemcpyHostToDevice), "poisoning the output");
+    if (in_bytes) {
+      cuda(cudaMemcpy(c->pristine->get(), staging.at(offset, in_bytes), in_bytes, cudaMemcpyHostToDevice),
+           "copying the input");
+      cuda(cudaMemcpy(c->in.ptr, c->pristine->get(), in_bytes, cudaMemcpyDeviceToDevice), "copying the input");
+    }
+    auto* zone = static_cast<char*>(c->zone.ptr);
+    fill_words(zone, g, kCanaryBits, nullptr);
+    fill_words(zone + g * c->element, c->n, kPoisonBits, nullptr);
+    fill_words(zone + (g + c->n) * c->element, g, kCanaryBits, nullptr);
     cuda(cudaDeviceSynchronize(), "waiting for the input and the poison");
     check_ = std::move(c);
     return {{"ok", true}, {"sizes", {check_->in.size, check_->zone.size}}};
+  }
+
+  /// After the worker's call: whether guards, input and output are right (output_check.h), found on
+  /// the device. The case stays for a collect when they are not shown right.
+  json check(const json& msg) {
+    if (!check_) throw std::runtime_error("check without a case");
+    const ScanKind kind = *parse_kind(msg.at("kind").get<std::string>());
+    const bool f32 = msg.at("dtype").get<std::string>() == "float32";
+    const std::size_t g = kGuardElements, n = check_->n;
+    const bool ok = f32 ? verified_on_device<float>(static_cast<const float*>(check_->zone.ptr), g,
+                                                    static_cast<const float*>(check_->in.ptr),
+                                                    check_->pristine->as<float>(), n, kind, nullptr)
+                        : verified_on_device<std::int32_t>(static_cast<const std::int32_t*>(check_->zone.ptr), g,
+                                                           static_cast<const std::int32_t*>(check_->in.ptr),
+                                                           check_->pristine->as<std::int32_t>(), n, kind, nullptr);
+    return {{"ok", true}, {"verified", ok}};
   }
 
   json collect(int staging_fd) {
@@ -186,21 +226,27 @@ class Checker {
     return {{"ok", true}};
   }
 
-  json time_setup(const json& msg, int staging_fd, std::vector<int>& out_fds) {
-    const Staging staging(staging_fd);
+  /// The input at byte `offset` of the descriptor (a staging memfd, or a case cache file).
+  json time_setup(const json& msg, int input_fd, std::vector<int>& out_fds) {
+    const Staging staging(input_fd, Staging::ReadOnly);
     timed_.reset();
     auto t = std::make_unique<TimedCase>();
     t->n = msg.at("n").get<std::size_t>();
     t->element = element_of(msg);
     t->f32 = msg.at("dtype").get<std::string>() == "float32";
-    const std::size_t bytes = t->n * t->element;
+    const ScanKind kind = *parse_kind(msg.at("kind").get<std::string>());
+    const std::size_t bytes = t->n * t->element, offset = msg.value("offset", std::size_t{0});
     for (auto* b : {&t->pristine, &t->lo, &t->hi}) *b = std::make_unique<DeviceBuffer>(bytes, "checker");
     t->flush = std::make_unique<DeviceBuffer>(l2_flush_bytes(), "checker");
     t->first = std::make_unique<DeviceBuffer>(sizeof(unsigned long long), "checker");
-    cuda(cudaMemcpy(t->pristine->get(), staging.at(0, bytes), bytes, cudaMemcpyHostToDevice), "copying the input");
-    cuda(cudaMemcpy(t->lo->get(), staging.at(bytes, bytes), bytes, cudaMemcpyHostToDevice), "copying the band");
-    cuda(cudaMemcpy(t->hi->get(), staging.at(2 * bytes, bytes), bytes, cudaMemcpyHostToDevice), "copying the band");
     cuda(cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    cuda(cudaMemcpy(t->pristine->get(), staging.at(offset, bytes), bytes, cudaMemcpyHostToDevice), "copying the input");
+    if (t->f32)
+      acceptance_band_on_device<float>(t->pristine->as<float>(), t->n, kind, t->lo->as<float>(), t->hi->as<float>(),
+                                       t->stream);
+    else
+      acceptance_band_on_device<std::int32_t>(t->pristine->as<std::int32_t>(), t->n, kind, t->lo->as<std::int32_t>(),
+                                              t->hi->as<std::int32_t>(), t->stream);
     json sizes = json::array();
     for (vmm::Mapping* m : {&t->in[0], &t->in[1], &t->out[0], &t->out[1]}) {
       int fd = -1;
@@ -211,7 +257,6 @@ class Checker {
     json baselines = nullptr;
     if (msg.value("baselines", false)) {
       const Slot slot = *parse_slot(msg.at("slot").get<std::string>());
-      const ScanKind kind = *parse_kind(msg.at("kind").get<std::string>());
       const Baselines b = t->f32 ? measure_baselines<float>(slot, kind, t->pristine->as<float>(), t->n)
                                  : measure_baselines<std::int32_t>(slot, kind, t->pristine->as<std::int32_t>(), t->n);
       baselines = b;

@@ -1,10 +1,19 @@
 // Device-side check of a timed output (output_check.h).
 #include "output_check.h"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+
+#include <cub/device/device_scan.cuh>
+#include <cuda/std/functional>
+#include <thrust/iterator/transform_iterator.h>
+
+#include "scangrade/check.h"  // kCanaryBits
+#include "scangrade/tolerance.h"
 
 namespace scangrade::grader {
 namespace {
@@ -25,6 +34,104 @@ void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw std::runtime_error(std::string("checking a timed output: ") + what + ": " + cudaGetErrorString(err));
 }
 
+/// A prefix's float64 sum, the sum of its terms' magnitudes and how many of them are not integers.
+struct Prefix {
+  double sum, abs_sum;
+  unsigned long long non_integers;
+};
+
+struct PrefixOf {
+  __device__ Prefix operator()(float x) const {
+    const double v = x;
+    return {v, fabs(v), nearbyint(v) == v ? 0ull : 1ull};
+  }
+};
+
+struct AddPrefixes {
+  __device__ Prefix operator()(const Prefix& a, const Prefix& b) const {
+    return {a.sum + b.sum, a.abs_sum + b.abs_sum, a.non_integers + b.non_integers};
+  }
+};
+
+__global__ void float_band_kernel(const Prefix* prefix, std::size_t n, bool inclusive, float* lo, float* hi) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const Prefix p = prefix[i];
+    const double tol = tolerance::bound(inclusive ? i + 1 : i, p.abs_sum, p.non_integers == 0);
+    lo[i] = nextafterf(static_cast<float>(p.sum - tol), -INFINITY);
+    hi[i] = nextafterf(static_cast<float>(p.sum + tol), INFINITY);
+  }
+}
+
+struct Widen {
+  __device__ long long operator()(std::int32_t x) const { return x; }
+};
+
+/// Guards, input and the flag that any of the checks below failed (bit 0) or an int32 sum left the
+/// int32 range (bit 1).
+__global__ void guards_and_input_kernel(const std::uint32_t* zone, std::size_t n, std::size_t guard,
+                                        const std::uint32_t* in, const std::uint32_t* pristine, unsigned* flags) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t count = n > 2 * guard ? n : 2 * guard;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride) {
+    if (i < 2 * guard && zone[i < guard ? i : n + i] != kCanaryBits) atomicOr(flags, 1u);
+    if (i < n && in[i] != pristine[i]) atomicOr(flags, 1u);
+  }
+}
+
+__global__ void int_output_kernel(const std::int32_t* out, const long long* sums, std::size_t n, unsigned* flags) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const long long s = sums[i];
+    if (s > INT32_MAX || s < INT32_MIN) atomicOr(flags, 2u);
+    else if (out[i] != static_cast<std::int32_t>(s)) atomicOr(flags, 1u);
+  }
+}
+
+__global__ void float_output_kernel(const float* out, const Prefix* prefix, std::size_t n, bool inclusive,
+                                    unsigned* flags) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const Prefix p = prefix[i];
+    const double got = out[i];
+    const double tol = tolerance::bound(inclusive ? i + 1 : i, p.abs_sum, p.non_integers == 0);
+    if (!(isfinite(got) && fabs(got - p.sum) <= tol)) atomicOr(flags, 1u);
+  }
+}
+
+__global__ void fill_kernel(std::uint32_t* p, std::size_t count, std::uint32_t value) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+    p[i] = value;
+}
+
+/// Device scratch for one call, freed however the call ends.
+struct Scratch {
+  void* p = nullptr;
+  explicit Scratch(std::size_t bytes) { check(cudaMalloc(&p, bytes ? bytes : 1), "allocating the band's scratch"); }
+  ~Scratch() { cudaFree(p); }
+};
+
+unsigned grid_for(std::size_t n) {
+  const std::size_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65536 ? blocks : 65536);
+}
+
+/// One CUB scan (inclusive or exclusive from `init`), its temporary storage sized and freed here.
+template <typename In, typename Out, typename Op, typename Init>
+void device_scan(In in, Out out, std::size_t n, bool inclusive, Op op, Init init, cudaStream_t stream) {
+  const auto num = static_cast<std::int64_t>(n);
+  const auto run = [&](void* temp, std::size_t& bytes) {
+    return inclusive ? cub::DeviceScan::InclusiveScan(temp, bytes, in, out, op, num, stream)
+                     : cub::DeviceScan::ExclusiveScan(temp, bytes, in, out, op, init, num, stream);
+  };
+  std::size_t bytes = 0;
+  check(run(nullptr, bytes), "sizing the band's scan");
+  Scratch temp(bytes);
+  check(run(temp.p, bytes), "the band's scan");
+  check(cudaStreamSynchronize(stream), "waiting for the band's scan");
+}
+
 }  // namespace
 
 template <typename T>
@@ -33,8 +140,7 @@ std::optional<std::size_t> first_outside(const T* d_out, const T* d_lo, const T*
   if (n == 0) return std::nullopt;
   unsigned long long first = kNone;
   check(cudaMemcpyAsync(d_first, &first, sizeof first, cudaMemcpyHostToDevice, stream), "resetting the index");
-  const std::size_t blocks = (n + kThreads - 1) / kThreads;
-  first_outside_kernel<T><<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), kThreads, 0, stream>>>(
+  first_outside_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(
       d_out, d_lo, d_hi, n, d_first);
   check(cudaGetLastError(), "launching the check");
   check(cudaMemcpyAsync(&first, d_first, sizeof first, cudaMemcpyDeviceToHost, stream), "reading the index");
@@ -42,6 +148,78 @@ std::optional<std::size_t> first_outside(const T* d_out, const T* d_lo, const T*
   if (first == kNone) return std::nullopt;
   return static_cast<std::size_t>(first);
 }
+
+template <>
+void acceptance_band_on_device<std::int32_t>(const std::int32_t* d_in, std::size_t n, ScanKind kind,
+                                             std::int32_t* d_lo, std::int32_t* d_hi, cudaStream_t stream) {
+  if (n == 0) return;
+  // exact: the suites' int32 cases stay in range (the oracle checked it in the functional run)
+  device_scan(d_in, d_lo, n, kind == ScanKind::Inclusive, cuda::std::plus<std::int32_t>{}, std::int32_t{0}, stream);
+  check(cudaMemcpyAsync(d_hi, d_lo, n * sizeof(std::int32_t), cudaMemcpyDeviceToDevice, stream), "copying the band");
+  check(cudaStreamSynchronize(stream), "waiting for the band");
+}
+
+template <>
+void acceptance_band_on_device<float>(const float* d_in, std::size_t n, ScanKind kind, float* d_lo, float* d_hi,
+                                      cudaStream_t stream) {
+  if (n == 0) return;
+  Scratch prefix(n * sizeof(Prefix));
+  auto* p = static_cast<Prefix*>(prefix.p);
+  const bool inclusive = kind == ScanKind::Inclusive;
+  device_scan(thrust::make_transform_iterator(d_in, PrefixOf{}), p, n, inclusive, AddPrefixes{}, Prefix{0.0, 0.0, 0ull},
+              stream);
+  float_band_kernel<<<grid_for(n), kThreads, 0, stream>>>(p, n, inclusive, d_lo, d_hi);
+  check(cudaGetLastError(), "launching the band kernel");
+  check(cudaStreamSynchronize(stream), "waiting for the band");
+}
+
+template <typename T>
+bool verified_on_device(const T* zone, std::size_t guard, const T* in, const T* pristine, std::size_t n, ScanKind kind,
+                        cudaStream_t stream) {
+  Scratch flag(sizeof(unsigned));
+  auto* flags = static_cast<unsigned*>(flag.p);
+  check(cudaMemsetAsync(flags, 0, sizeof(unsigned), stream), "clearing the check's flag");
+  const auto* words = reinterpret_cast<const std::uint32_t*>(zone);
+  guards_and_input_kernel<<<grid_for(n > 2 * guard ? n : 2 * guard), kThreads, 0, stream>>>(
+      words, n, guard, reinterpret_cast<const std::uint32_t*>(in), reinterpret_cast<const std::uint32_t*>(pristine),
+      flags);
+  check(cudaGetLastError(), "launching the guard and input check");
+  const bool inclusive = kind == ScanKind::Inclusive;
+  if (n > 0) {
+    if constexpr (std::is_same_v<T, float>) {
+      Scratch prefix(n * sizeof(Prefix));
+      auto* p = static_cast<Prefix*>(prefix.p);
+      device_scan(thrust::make_transform_iterator(pristine, PrefixOf{}), p, n, inclusive, AddPrefixes{},
+                  Prefix{0.0, 0.0, 0ull}, stream);
+      float_output_kernel<<<grid_for(n), kThreads, 0, stream>>>(zone + guard, p, n, inclusive, flags);
+      check(cudaGetLastError(), "launching the output check");
+      check(cudaStreamSynchronize(stream), "waiting for the output check");
+    } else {
+      Scratch sums(n * sizeof(long long));
+      auto* s = static_cast<long long*>(sums.p);
+      device_scan(thrust::make_transform_iterator(pristine, Widen{}), s, n, inclusive, cuda::std::plus<long long>{},
+                  0ll, stream);
+      int_output_kernel<<<grid_for(n), kThreads, 0, stream>>>(zone + guard, s, n, flags);
+      check(cudaGetLastError(), "launching the output check");
+      check(cudaStreamSynchronize(stream), "waiting for the output check");
+    }
+  }
+  unsigned found = 0;
+  check(cudaMemcpyAsync(&found, flags, sizeof found, cudaMemcpyDeviceToHost, stream), "reading the check's flag");
+  check(cudaStreamSynchronize(stream), "waiting for the check");
+  return found == 0;
+}
+
+void fill_words(void* p, std::size_t count, std::uint32_t value, cudaStream_t stream) {
+  if (count == 0) return;
+  fill_kernel<<<grid_for(count), kThreads, 0, stream>>>(static_cast<std::uint32_t*>(p), count, value);
+  check(cudaGetLastError(), "launching the fill");
+}
+
+template bool verified_on_device<std::int32_t>(const std::int32_t*, std::size_t, const std::int32_t*,
+                                               const std::int32_t*, std::size_t, ScanKind, cudaStream_t);
+template bool verified_on_device<float>(const float*, std::size_t, const float*, const float*, std::size_t, ScanKind,
+                                        cudaStream_t);
 
 template std::optional<std::size_t> first_outside<std::int32_t>(const std::int32_t*, const std::int32_t*,
                                                                 const std::int32_t*, std::size_t, unsigned long long*,

@@ -112,32 +112,42 @@ bool write_all(int fd, const void* from, std::size_t bytes) {
   return true;
 }
 
-/// The cached data, or nullopt: `why` says what is wrong with the file ("" when there is none).
-std::optional<CaseData> read_cached(const std::string& path, const Header& want, std::string& why) {
+/// The cache file opened read-only and read past its header, or -1: `why` says what is wrong with
+/// the file ("" when there is none).
+int open_cached(const std::string& path, const Header& want, std::string& why) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)};
   if (f.fd < 0) {
     if (errno != ENOENT) why = std::string("cannot open it: ") + std::strerror(errno);
-    return std::nullopt;
+    return -1;
   }
   struct stat st {};
   if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     why = "not a regular file";
-    return std::nullopt;
+    return -1;
   }
   if (st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     why = "not the judge's own file, or writable by others";
-    return std::nullopt;
+    return -1;
   }
   const std::uint64_t size = sizeof(Header) + want.n * (want.input_size + want.expected_size);
   if (static_cast<std::uint64_t>(st.st_size) != size) {
     why = std::to_string(st.st_size) + " bytes, not " + std::to_string(size);
-    return std::nullopt;
+    return -1;
   }
   Header got;
   if (!read_all(f.fd, &got, sizeof got) || std::memcmp(&got, &want, sizeof got) != 0) {
     why = "its header does not match";
-    return std::nullopt;
+    return -1;
   }
+  const int fd = f.fd;
+  f.fd = -1;
+  return fd;
+}
+
+/// The cached data, or nullopt: `why` says what is wrong with the file ("" when there is none).
+std::optional<CaseData> read_cached(const std::string& path, const Header& want, std::string& why) {
+  Fd f{open_cached(path, want, why)};
+  if (f.fd < 0) return std::nullopt;
   // one read each, straight into the vectors
   CaseData d;
   bool ok = false;
@@ -200,6 +210,56 @@ CaseData through_cache(const Entry& e, const std::string& cache_dir, CacheUse& u
 }
 
 }  // namespace
+
+CachedInput cached_input(const Entry& e, const std::string& cache_dir) {
+  CachedInput in;
+  if (cache_dir.empty()) return in;
+  try {
+    const std::string key = key_of(e);
+    std::string why;
+    in.fd = open_cached(cache_dir + "/" + key + ".case", header_of(e, key), why);
+    in.offset = sizeof(Header);
+    if (!why.empty()) note("unusable file for " + e.c.id + " (" + why + "): its input is made again");
+  } catch (const std::exception& ex) {
+    note(std::string("cannot use ") + cache_dir + ": " + ex.what());
+  }
+  return in;
+}
+
+CaseData case_data_for_run(const Entry& e, const std::string& cache_dir, bool device_checks) {
+  if (!device_checks) return cached_case_data(e, cache_dir);
+  if (cache_dir.empty()) {
+    CaseData d;
+    d.has_expected = false;
+    try {
+      d.input = make_case_input(e);
+    } catch (const std::exception& ex) {
+      d.error = ex.what();
+    }
+    return d;
+  }
+  const CachedInput in = cached_input(e, cache_dir);
+  if (in.fd < 0) return cached_case_data(e, cache_dir);
+  ::close(in.fd);
+  CaseData d;
+  d.in_cache = true;
+  return d;
+}
+
+void complete_case_data(const Entry& e, const std::string& cache_dir, CaseData& d) {
+  if (!d.error.empty()) return;
+  if (d.in_cache) {
+    d = cached_case_data(e, cache_dir);
+    return;
+  }
+  if (d.has_expected) return;
+  try {
+    d.expected = case_oracle(e, d.input);
+    d.has_expected = true;
+  } catch (const std::exception& ex) {
+    d.error = ex.what();
+  }
+}
 
 std::string case_cache_path(const Entry& e, const std::string& cache_dir) {
   return cache_dir + "/" + key_of(e) + ".case";

@@ -33,6 +33,20 @@ enum class CacheUse {
 /// make_case_data(e), through the cache in `cache_dir` ("" = no cache). `use`, when given, says how.
 CaseData cached_case_data(const Entry& e, const std::string& cache_dir, CacheUse* use = nullptr);
 
+/// A case's input as a read-only descriptor of its cache file and the byte offset of the input in
+/// it, for the checker (a timed case's input needs no copy); fd -1 when the cache has no valid file
+/// for the case (the same checks as cached_case_data: owner, mode, size, header). The caller closes it.
+CachedInput cached_input(const Entry& e, const std::string& cache_dir);
+
+/// A case's data for a functional run. Without `device_checks` (emulation): cached_case_data. With
+/// them (GPU: the checker checks a passing output itself): when the cache holds the case, nothing
+/// but in_cache; without a cache, the input only (no oracle yet); else made and stored.
+CaseData case_data_for_run(const Entry& e, const std::string& cache_dir, bool device_checks);
+
+/// Makes what a CaseData from case_data_for_run lacks (read from the cache, or the oracle run), for
+/// a case the judge must judge itself; sets d.error when it cannot.
+void complete_case_data(const Entry& e, const std::string& cache_dir, CaseData& d);
+
 /// The cache file of a case: <cache_dir>/<key>.case.
 std::string case_cache_path(const Entry& e, const std::string& cache_dir);
 

@@ -49,8 +49,9 @@ struct MemFile {
 
 class HostMemory : public CaseMemory {
  public:
-  std::string setup(std::size_t n, std::size_t element, const void* input, SharedBuffers& out) override {
+  std::string setup(std::size_t n, std::size_t element, const InputSource& input, SharedBuffers& out) override {
     release();
+    if (n && !input.data) return "the emulation backend's cases need their input in memory";
     in_ = std::make_unique<MemFile>();
     zone_ = std::make_unique<MemFile>();
     n_ = n;
@@ -58,7 +59,7 @@ class HostMemory : public CaseMemory {
     const std::size_t g = kGuardElements;
     if (std::string why = in_->open("scangrade-input", n * element); !why.empty()) return why;
     if (std::string why = zone_->open("scangrade-output", (n + 2 * g) * element); !why.empty()) return why;
-    if (n) std::memcpy(in_->data, input, n * element);
+    if (n) std::memcpy(in_->data, input.data, n * element);
     auto* zone = reinterpret_cast<std::uint32_t*>(zone_->data);
     for (std::size_t i = 0; i < n + 2 * g; ++i) zone[i] = (i < g || i >= g + n) ? kCanaryBits : kPoisonBits;
     for (const MemFile* f : {in_.get(), zone_.get()}) {
@@ -89,21 +90,39 @@ class HostMemory : public CaseMemory {
 class CheckerMemory : public CaseMemory {
  public:
   explicit CheckerMemory(CheckerProcess& checker) : checker_(checker) {}
-  std::string setup(std::size_t n, std::size_t element, const void* input, SharedBuffers& out) override {
+  std::string setup(std::size_t n, std::size_t element, const InputSource& input, SharedBuffers& out) override {
     n_ = n;
     element_ = element;
-    const std::size_t zone_bytes = (n + 2 * kGuardElements) * element;
-    if (std::string why = staging_.reserve(std::max(zone_bytes + n * element, std::size_t{1})); !why.empty()) return why;
-    if (n) std::memcpy(staging_.data(), input, n * element);
+    CachedInput from = input.file;
+    if (from.fd < 0) {  // the input in memory: through the staging memfd
+      if (std::string why = staging_.reserve(std::max(n * element, std::size_t{1})); !why.empty()) return why;
+      if (n) std::memcpy(staging_.data(), input.data, n * element);
+      from = {staging_.fd(), 0};
+    }
     std::vector<int> fds;
-    const json reply = checker_.request({{"op", "setup"}, {"n", n}}, {staging_.fd()}, &fds);
+    const json reply = checker_.request({{"op", "setup"}, {"n", n}, {"offset", from.offset}}, {from.fd}, &fds);
     out.fds = fds;
     if (reply.contains("error")) return "the checker could not set the case up: " + reply["error"].get<std::string>();
     if (fds.size() != 2) return "the checker sent " + std::to_string(fds.size()) + " descriptors, not 2";
     out.sizes = reply.at("sizes").get<std::vector<std::uint64_t>>();
     return "";
   }
+  bool verified(ScanKind kind, DType dtype, std::string& error) override {
+    const json reply = checker_.request({{"op", "check"},
+                                         {"kind", std::string(name(kind))},
+                                         {"dtype", std::string(name(dtype))}},
+                                        {});
+    if (reply.contains("error")) {
+      error = "the checker could not check the case: " + reply["error"].get<std::string>();
+      return false;
+    }
+    if (!reply.value("verified", false)) return false;
+    release();
+    return true;
+  }
   std::string collect(void* zone, void* input_after) override {
+    const std::size_t read_bytes = (n_ + 2 * kGuardElements) * element_ + n_ * element_;
+    if (std::string why = staging_.reserve(std::max(read_bytes, std::size_t{1})); !why.empty()) return why;
     const json reply = checker_.request({{"op", "collect"}}, {staging_.fd()});
     if (reply.contains("error")) return "the checker could not read the case back: " + reply["error"].get<std::string>();
     const std::size_t zone_bytes = (n_ + 2 * kGuardElements) * element_;

@@ -19,8 +19,15 @@
 
 #include "process.h"
 #include "messages.h"
+#include "scangrade/suite.h"
 
 namespace scangrade::grader {
+
+/// A case's input in a file for the checker: a descriptor (-1: none) and the input's byte offset.
+struct CachedInput {
+  int fd = -1;
+  std::size_t offset = 0;
+};
 
 /// Descriptors of a case's buffers for the worker, and each buffer's size.
 struct SharedBuffers {
@@ -70,14 +77,24 @@ class CheckerProcess {
   std::string device_;
 };
 
+/// Where a case's input comes from: memory, or a file of the batch's case cache.
+struct InputSource {
+  const void* data = nullptr;
+  CachedInput file;
+};
+
 /// The trusted side of check cases.
 class CaseMemory {
  public:
   virtual ~CaseMemory() = default;
-  /// Buffers for the next case: the input (n elements of `element` bytes, copied from `input`) and
-  /// the poisoned zone. "" or a harness error. `room` is false when the device had no room (the
-  /// case is then retried in a fresh worker, as with any lack of memory).
-  virtual std::string setup(std::size_t n, std::size_t element, const void* input, SharedBuffers& out) = 0;
+  /// Buffers for the next case: the input (n elements of `element` bytes, from `input`: in memory,
+  /// or a descriptor of a case cache file, which only the checker reads) and the poisoned zone. ""
+  /// or a harness error.
+  virtual std::string setup(std::size_t n, std::size_t element, const InputSource& input, SharedBuffers& out) = 0;
+  /// After the call: true when the trusted side showed, without reading anything back, that guards,
+  /// input and output are right (the checker's device check); then the case is released. False:
+  /// collect() and judge on the host (always on the emulation backend). "" or a harness error in `error`.
+  virtual bool verified(ScanKind kind, DType dtype, std::string& error) { return false; }
   /// After the call: the zone ((n + 2 guards) elements) into `zone`, the input into `input_after`.
   virtual std::string collect(void* zone, void* input_after) = 0;
   /// Forgets the case without reading it (after a timeout or a crash).

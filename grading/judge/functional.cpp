@@ -47,26 +47,41 @@ CaseResult Session::grade(const Entry& e, CaseData data) {
   CaseResult r;
   if (!data.error.empty())
     harness_fault(r, "cannot make the input or the expected output of case '" + e.c.id + "': " + data.error);
-  else if (e.c.dtype == DType::Float32) grade_typed<float>(e, data.input.f32, data.expected, r);
-  else grade_typed<std::int32_t>(e, data.input.i32, data.expected, r);
+  else if (e.c.dtype == DType::Float32) grade_typed<float>(e, data, r);
+  else grade_typed<std::int32_t>(e, data, r);
   return r;
 }
 
 template <typename T>
-void Session::grade_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected,
-                          CaseResult& r) {
+void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   Command cmd = command(Mode::Check, e);
   if (!ensure_worker(r)) return;
+  // the input: the case cache's file when the data is only there, else from memory
+  CachedInput file;
+  if (data.in_cache) {
+    file = cached_input(e, o_.case_cache);
+    if (file.fd < 0) complete_case_data(e, o_.case_cache, data);
+    if (!data.error.empty())
+      return harness_fault(r, "cannot read the input of case '" + e.c.id + "' back: " + data.error);
+  }
+  InputSource input;
+  input.file = file;
+  input.data = data.input.data();
   // the GPU, shared with the other judges' functional runs (not with a judge that times), from the
-  // buffers' setup until their output is read back
+  // buffers' setup until the checker has checked or read them
   std::optional<GpuLock> gpu;
-  if (const std::string why = take_gpu(GpuLock::Shared, gpu); !why.empty()) return harness_fault(r, why);
-  CaseMemory* memory = case_memory(r);
-  if (!memory) return;
-  SharedBuffers buffers;
-  if (const std::string why = memory->setup(e.c.n, sizeof(T), input.data(), buffers); !why.empty()) {
-    memory->release();
+  if (const std::string why = take_gpu(GpuLock::Shared, gpu); !why.empty()) {
+    if (file.fd >= 0) ::close(file.fd);
     return harness_fault(r, why);
+  }
+  CaseMemory* memory = case_memory(r);
+  SharedBuffers buffers;
+  const std::string problem = memory ? memory->setup(e.c.n, sizeof(T), input, buffers) : "";
+  if (file.fd >= 0) ::close(file.fd);
+  if (!memory) return;
+  if (!problem.empty()) {
+    memory->release();
+    return harness_fault(r, problem);
   }
   cmd.shared = true;
   cmd.sizes = buffers.sizes;
@@ -88,29 +103,42 @@ void Session::grade_typed(const Entry& e, const std::vector<T>& input, const std
     memory->release();
     return garbled(r, ex.what());
   }
-  read_check_reply(e, reply, *memory, input, expected, r);
+  read_check_reply<T>(e, reply, *memory, data, gpu, r);
 }
 
-/// The verdict from a well-formed reply and the buffers the trusted side reads itself.
+/// The verdict from a well-formed reply and the buffers the trusted side checks or reads itself.
 template <typename T>
-void Session::read_check_reply(const Entry& e, const CheckReply& reply, CaseMemory& memory, const std::vector<T>& input,
-                               const std::vector<double>& expected, CaseResult& r) {
+void Session::read_check_reply(const Entry& e, const CheckReply& reply, CaseMemory& memory, CaseData& data,
+                               std::optional<GpuLock>& gpu, CaseResult& r) {
   const Case& c = e.c;
   RunRecord<T> run;
   copy_run(reply, run);
-  if (!run.not_implemented && run.error.empty()) {
+  Verdict v;
+  std::string problem;
+  if (run.not_implemented || !run.error.empty()) {
+    memory.release();
+    v = judge_checked(c, run);  // nothing of the buffers counts
+  } else if (memory.verified(c.kind, c.dtype, problem)) {
+    v = judge_checked(c, run);  // guards, input and output right: pass (or leak)
+  } else if (!problem.empty()) {
+    memory.release();
+    return harness_fault(r, problem);
+  } else {
     const std::size_t g = kGuardElements;
     std::vector<T> zone(c.n + 2 * g);
     run.input_after.resize(c.n);
     if (const std::string why = memory.collect(zone.data(), run.input_after.data()); !why.empty())
       return harness_fault(r, why);
+    gpu.reset();  // the rest happens here
     run.guard_before.assign(zone.begin(), zone.begin() + g);
     run.output.assign(zone.begin() + g, zone.begin() + g + c.n);
     run.guard_after.assign(zone.begin() + g + c.n, zone.end());
-  } else {
-    memory.release();
+    complete_case_data(e, o_.case_cache, data);
+    if (!data.error.empty())
+      return harness_fault(r, "cannot make the expected output of case '" + c.id + "': " + data.error);
+    v = judge(c, data.values<T>(), data.expected, run);
   }
-  const Verdict v = judge(c, input, expected, run);
+  gpu.reset();
   r.status = v.status;
   r.message = v.message;
   if (v.status == Status::InternalError) errors_.push_back(c.id + ": " + v.message);
@@ -190,13 +218,16 @@ struct Streaks {
 double functional_pass(const Options& o, const Build& build, const std::string& not_run, Session* session,
                        const std::vector<Entry>& entries, std::vector<CaseResult>& results) {
   const auto runs = [&](const Entry& e) { return session && not_run.empty() && !build.verdict(e); };
+  const bool device = o.backend == "gpu";  // the checker checks a passing output on the device
   std::future<CaseData> ahead;
   std::size_t ahead_i = entries.size();
   const auto make_ahead = [&](std::size_t from) {
     for (ahead_i = from; ahead_i < entries.size() && !runs(entries[ahead_i]); ++ahead_i) {
     }
     if (ahead_i < entries.size())
-      ahead = std::async(std::launch::async, [&o, &e = entries[ahead_i]] { return cached_case_data(e, o.case_cache); });
+      ahead = std::async(std::launch::async, [&o, device, &e = entries[ahead_i]] {
+        return case_data_for_run(e, o.case_cache, device);
+      });
   };
   const auto waited = [&] { return session ? session->lock_wait_s() : 0.0; };
   Streaks streaks{o.stop_after_timeouts, o.stop_after_crashes};
@@ -222,7 +253,7 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
       r.status = Status::PolicyViolation;  // the slot scores 0 already: its other cases need not run
       r.message = "not run: an earlier case of this slot broke a rule of the assignment: " + evidence;
     } else {
-      CaseData data = ahead_i == i ? ahead.get() : cached_case_data(e, o.case_cache);
+      CaseData data = ahead_i == i ? ahead.get() : case_data_for_run(e, o.case_cache, device);
       make_ahead(i + 1);
       r = session->grade(e, std::move(data));
     }

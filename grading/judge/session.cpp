@@ -26,11 +26,15 @@ CaseInput make_case_input(const Entry& e) {
   return in;
 }
 
+std::vector<double> case_oracle(const Entry& e, const CaseInput& input) {
+  return e.c.dtype == DType::Float32 ? oracle_scan(input.f32, e.c.kind) : oracle_scan(input.i32, e.c.kind);
+}
+
 CaseData make_case_data(const Entry& e) {
   CaseData d;
   try {
     d.input = make_case_input(e);
-    d.expected = e.c.dtype == DType::Float32 ? oracle_scan(d.input.f32, e.c.kind) : oracle_scan(d.input.i32, e.c.kind);
+    d.expected = case_oracle(e, d.input);
   } catch (const std::exception& ex) {
     d.error = ex.what();
   }

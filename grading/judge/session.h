@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,12 +55,25 @@ struct CaseInput {
 /// The input of a case (Entry::input_case), made the one way every pass makes it (inputs.h).
 CaseInput make_case_input(const Entry& e);
 
+/// The oracle's output for a case's input (oracle.h); throws std::range_error as oracle_scan does.
+std::vector<double> case_oracle(const Entry& e, const CaseInput& input);
+
 /// What the judge makes for a case before a worker runs it: the input and the oracle's output
-/// (made ahead, on another thread, while the worker runs the previous case).
+/// (made ahead, on another thread, while the worker runs the previous case). On the GPU backend a
+/// case that passes needs neither in the judge (the checker reads the input from the case cache
+/// and checks the output on the device): `in_cache` says the data is only in the cache,
+/// `has_expected` false that the oracle has not run; complete_case_data makes both when needed.
 struct CaseData {
   CaseInput input;
   std::vector<double> expected;
+  bool in_cache = false;
+  bool has_expected = true;
   std::string error;  // why they could not be made
+  template <typename T>
+  const std::vector<T>& values() const {
+    if constexpr (std::is_same_v<T, float>) return input.f32;
+    else return input.i32;
+  }
 };
 
 CaseData make_case_data(const Entry& e);
@@ -137,18 +151,17 @@ class Session {
  private:
   static Clock::duration seconds(double s);
   template <typename T>
-  void grade_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected, CaseResult& r);
+  void grade_typed(const Entry& e, CaseData& data, CaseResult& r);
   template <typename T>
-  void read_check_reply(const Entry& e, const CheckReply& reply, CaseMemory& memory, const std::vector<T>& input,
-                        const std::vector<double>& expected, CaseResult& r);
+  void read_check_reply(const Entry& e, const CheckReply& reply, CaseMemory& memory, CaseData& data,
+                        std::optional<GpuLock>& gpu, CaseResult& r);
   /// The trusted side of check cases (started on first use; null, with r a harness fault, when it
   /// cannot start).
   CaseMemory* case_memory(CaseResult& r);
   /// A run-time policy finding of the worker's monitor, as the suite's policy says it costs.
   void policy_finding(const Entry& e, const CheckReply& reply, CaseResult& r);
-  template <typename T>
-  void time_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected, CaseResult& r,
-                  nlohmann::json& cache, bool& cache_changed);
+  /// One timed case's series: the checker's setup from `in`, the worker's calls, the verdict.
+  void time_series(const Entry& e, const CachedInput& in, CaseResult& r, nlohmann::json& cache, bool& cache_changed);
   /// Ends a compute-sanitizer process and reads its report into `run`.
   ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_path,
                       Clock::time_point start, ToolRun run);
@@ -206,7 +219,7 @@ class Session {
   double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0;
   std::unique_ptr<CheckerProcess> checker_;  // the GPU backend's trusted side
   std::unique_ptr<CaseMemory> memory_;
-  Staging timing_staging_;  // a timed case's input and band, for the checker
+  Staging timing_staging_;  // a timed case's input for the checker, when the case cache has none
   std::map<Slot, std::string> policy_slots_;  // slots whose code broke a zero_slot rule: the evidence
 
  public:

@@ -141,31 +141,36 @@ void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_
     errors_.push_back("cannot time " + e.c.id + ": " + start.message);
     return;
   }
+  // the input, and nothing else: the checker makes the band from it. From the batch's case cache
+  // when it has the case (no copy), else made here into the staging memfd.
   const auto prepared = Clock::now();
-  const CaseData data = cached_case_data(e, o_.case_cache);
+  const std::size_t bytes = e.c.n * (e.c.dtype == DType::Float32 ? sizeof(float) : sizeof(std::int32_t));
+  CachedInput in = cached_input(e, o_.case_cache);
+  const bool cached = in.fd >= 0;
+  if (!cached) {
+    CaseInput input;
+    try {
+      input = make_case_input(e);
+    } catch (const std::exception& ex) {
+      return harness_fault(r, "cannot make the timed case '" + e.c.id + "': " + ex.what());
+    }
+    if (const std::string why = timing_staging_.reserve(std::max<std::size_t>(bytes, 1)); !why.empty())
+      return errors_.push_back("cannot time " + e.c.id + ": " + why);
+    std::memcpy(timing_staging_.data(), input.data(), bytes);
+    in = {timing_staging_.fd(), 0};
+  }
   prepare_s_ += seconds_since(prepared);
-  if (!data.error.empty()) return harness_fault(r, "cannot make the timed case '" + e.c.id + "': " + data.error);
-  if (e.c.dtype == DType::Float32) time_typed<float>(e, data.input.f32, data.expected, r, cache, cache_changed);
-  else time_typed<std::int32_t>(e, data.input.i32, data.expected, r, cache, cache_changed);
+  time_series(e, in, r, cache, cache_changed);
+  if (cached) ::close(in.fd);
 }
 
-template <typename T>
-void Session::time_typed(const Entry& e, const std::vector<T>& input, const std::vector<double>& expected,
-                         CaseResult& r, json& cache, bool& cache_changed) {
+void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, json& cache, bool& cache_changed) {
   using namespace timing;
   const std::string key = baseline_key(checker_->device(), e);
   const std::optional<Baselines> cached = cached_baselines(cache, key);
   // the checker: pristine input, band, two input/output pairs it owns (and the baselines)
   const auto prepared = Clock::now();
-  const std::size_t n = e.c.n, bytes = n * sizeof(T);
-  {
-    const Band<T> band = acceptance_band(input, e.c.kind, expected);
-    if (const std::string why = timing_staging_.reserve(std::max<std::size_t>(3 * bytes, 1)); !why.empty())
-      return errors_.push_back("cannot time " + e.c.id + ": " + why);
-    std::memcpy(timing_staging_.data(), input.data(), bytes);
-    std::memcpy(timing_staging_.data() + bytes, band.lo.data(), bytes);
-    std::memcpy(timing_staging_.data() + 2 * bytes, band.hi.data(), bytes);
-  }
+  const std::size_t n = e.c.n, bytes = n * (e.c.dtype == DType::Float32 ? sizeof(float) : sizeof(std::int32_t));
   std::vector<int> fds;
   json setup;
   try {
@@ -174,8 +179,9 @@ void Session::time_typed(const Entry& e, const std::vector<T>& input, const std:
                                {"dtype", std::string(name(e.c.dtype))},
                                {"kind", std::string(name(e.c.kind))},
                                {"n", n},
+                               {"offset", in.offset},
                                {"baselines", !cached.has_value()}},
-                              {timing_staging_.fd()}, &fds);
+                              {in.fd}, &fds);
   } catch (const std::exception& ex) {
     return errors_.push_back("cannot time " + e.c.id + ": " + ex.what());
   }

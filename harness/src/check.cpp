@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "scangrade/oracle.h"
@@ -169,14 +170,31 @@ std::string element_coordinates(Slot slot, std::size_t index) {
   return out.str();
 }
 
+/// What the record says before its data is read (not_implemented, crash, race, not recomputed).
+template <typename T>
+std::optional<Verdict> record_verdict(const Case& c, const RunRecord<T>& run) {
+  if (run.not_implemented)
+    return Verdict{Status::NotImplemented, std::string(student_file(c.slot)) + " still calls not_implemented()"};
+  if (!run.error.empty()) return Verdict{Status::Crash, case_heading(c) + ": " + run.error};
+  if (!run.race.empty()) return Verdict{Status::Race, case_heading(c) + ": " + run.race};
+  if (!run.not_recomputed.empty()) return Verdict{Status::Fail, case_heading(c) + ": " + run.not_recomputed};
+  return std::nullopt;
+}
+
+/// What the record says after its data was found right: leak or pass.
+template <typename T>
+Verdict balance_verdict(const Case& c, const RunRecord<T>& run) {
+  if (run.leaked_bytes > 0)
+    return {Status::Leak, case_heading(c) + ": " + std::to_string(run.leaked_bytes) +
+                              " bytes of device memory were not freed (" + run.leak_detail +
+                              "); free every temporary before the slot returns"};
+  return {Status::Pass, ""};
+}
+
 template <typename T>
 Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
               const RunRecord<T>& run) {
-  if (run.not_implemented)
-    return {Status::NotImplemented, std::string(student_file(c.slot)) + " still calls not_implemented()"};
-  if (!run.error.empty()) return {Status::Crash, case_heading(c) + ": " + run.error};
-  if (!run.race.empty()) return {Status::Race, case_heading(c) + ": " + run.race};
-  if (!run.not_recomputed.empty()) return {Status::Fail, case_heading(c) + ": " + run.not_recomputed};
+  if (auto v = record_verdict(c, run)) return *v;
   if (run.output.size() != c.n || run.input_after.size() != c.n)
     return {Status::InternalError, case_heading(c) + ": the run record is incomplete (please report)"};
 
@@ -210,11 +228,13 @@ Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<doub
     msg << "  why this case: " << c.why;
     return {Status::Fail, msg.str()};
   }
-  if (run.leaked_bytes > 0)
-    return {Status::Leak, case_heading(c) + ": " + std::to_string(run.leaked_bytes) +
-                              " bytes of device memory were not freed (" + run.leak_detail +
-                              "); free every temporary before the slot returns"};
-  return {Status::Pass, ""};
+  return balance_verdict(c, run);
+}
+
+template <typename T>
+Verdict judge_checked(const Case& c, const RunRecord<T>& run) {
+  if (auto v = record_verdict(c, run)) return *v;
+  return balance_verdict(c, run);
 }
 
 template <typename T>
@@ -246,5 +266,7 @@ template Verdict judge<std::int32_t>(const Case&, const std::vector<std::int32_t
                                      const RunRecord<std::int32_t>&);
 template Verdict judge<float>(const Case&, const std::vector<float>&, const std::vector<double>&,
                               const RunRecord<float>&);
+template Verdict judge_checked<std::int32_t>(const Case&, const RunRecord<std::int32_t>&);
+template Verdict judge_checked<float>(const Case&, const RunRecord<float>&);
 
 }  // namespace scangrade

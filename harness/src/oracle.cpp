@@ -6,15 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "scangrade/tolerance.h"
+
 namespace scangrade {
-namespace {
-
-double gamma(std::size_t m, double u) {
-  const double mu = static_cast<double>(m) * u;
-  return mu < 0.5 ? mu / (1.0 - mu) : 2.0 * mu;
-}
-
-}  // namespace
 
 template <>
 std::vector<double> oracle_scan<std::int32_t>(const std::vector<std::int32_t>& in, ScanKind kind) {
@@ -44,8 +38,7 @@ std::vector<double> oracle_scan<float>(const std::vector<float>& in, ScanKind ki
 }
 
 double float_tolerance(std::size_t terms, double abs_sum, bool all_integer) {
-  if (terms <= 1 || (all_integer && abs_sum <= 0x1p24)) return 0.0;
-  return (gamma(terms - 1, 0x1p-24) + gamma(terms - 1, 0x1p-53)) * abs_sum;
+  return tolerance::bound(terms, abs_sum, all_integer);
 }
 
 }  // namespace scangrade

@@ -1,6 +1,7 @@
 // A fake checker for the judge's tests (grading/checker/checker_main.cpp without a GPU): the same
-// ops on memfds instead of device memory, the band checked on the CPU, made-up baselines
-// (reference 1 ms, CUB 0.5 ms, copy 0.25 ms; --reference MS changes the first).
+// ops on memfds instead of device memory, the check and the band made on the CPU with the harness's
+// own rule (check.h), made-up baselines (reference 1 ms, CUB 0.5 ms, copy 0.25 ms; --reference MS
+// changes the first).
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 
 #include "fd_passing.h"
 #include "scangrade/check.h"
+#include "scangrade/oracle.h"
 
 using nlohmann::json;
 using namespace scangrade::grader;
@@ -40,11 +42,12 @@ struct Staging {
   char* data = nullptr;
   std::size_t size = 0;
   int fd;
-  explicit Staging(int f) : fd(f) {
+  explicit Staging(int f, bool writable = true) : fd(f) {
     struct stat st {};
     fstat(fd, &st);
     size = static_cast<std::size_t>(st.st_size);
-    data = static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    data = static_cast<char*>(mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0));
+    if (data == MAP_FAILED) std::exit(8);
   }
   ~Staging() {
     munmap(data, size);
@@ -64,6 +67,40 @@ bool inside(const char* out, const char* lo, const char* hi, std::size_t n, std:
   return true;
 }
 
+template <typename T>
+std::vector<T> values(const char* p, std::size_t n) {
+  std::vector<T> v(n);
+  std::memcpy(v.data(), p, n * sizeof(T));
+  return v;
+}
+
+/// The checker's "check": guards, input and output right, by check.h's rule.
+template <typename T>
+bool checked(const char* zone, const char* in, const std::vector<char>& pristine, std::size_t n, scangrade::ScanKind kind) {
+  const std::size_t g = scangrade::kGuardElements;
+  const auto z = values<std::uint32_t>(zone, n + 2 * g);
+  for (std::size_t i = 0; i < g; ++i)
+    if (z[i] != scangrade::kCanaryBits || z[g + n + i] != scangrade::kCanaryBits) return false;
+  if (std::memcmp(in, pristine.data(), n * sizeof(T)) != 0) return false;
+  const auto input = values<T>(pristine.data(), n);
+  const auto got = values<T>(zone + g * sizeof(T), n);
+  return scangrade::compare_output(input, kind, scangrade::oracle_scan(input, kind), got).wrong == 0;
+}
+
+/// The band of check.h for the input (the real checker makes it on the device).
+template <typename T>
+void band_of(const std::vector<char>& pristine, std::size_t n, scangrade::ScanKind kind, std::vector<char>& lo,
+             std::vector<char>& hi) {
+  const auto input = values<T>(pristine.data(), n);
+  const auto band = scangrade::acceptance_band(input, kind, scangrade::oracle_scan(input, kind));
+  lo.assign(reinterpret_cast<const char*>(band.lo.data()), reinterpret_cast<const char*>(band.lo.data()) + n * sizeof(T));
+  hi.assign(reinterpret_cast<const char*>(band.hi.data()), reinterpret_cast<const char*>(band.hi.data()) + n * sizeof(T));
+}
+
+scangrade::ScanKind kind_of(const json& msg) {
+  return msg.at("kind") == "inclusive" ? scangrade::ScanKind::Inclusive : scangrade::ScanKind::Exclusive;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -76,7 +113,7 @@ int main(int argc, char** argv) {
   if (sock < 0) return 2;
   send_with_fds(sock, json({{"hello", 1}, {"device", "fake checker"}, {"error", ""}}).dump(), {});
   std::unique_ptr<MemFile> in, zone, pairs[4];
-  std::vector<char> pristine, lo, hi;
+  std::vector<char> pristine, lo, hi, check_input;
   std::size_t n = 0;
   bool f32 = false;
   for (;;) {
@@ -89,15 +126,26 @@ int main(int argc, char** argv) {
     std::vector<int> out;
     const std::size_t g = scangrade::kGuardElements;
     if (op == "setup") {
-      const Staging s(fds.at(0));
+      const Staging s(fds.at(0), false);
+      const std::size_t offset = msg.value("offset", std::size_t{0});
       n = msg.at("n");
       in = std::make_unique<MemFile>(n * 4);
       zone = std::make_unique<MemFile>((n + 2 * g) * 4);
-      std::memcpy(in->data, s.data, n * 4);
+      std::memcpy(in->data, s.data + offset, n * 4);
+      check_input.assign(s.data + offset, s.data + offset + n * 4);
       auto* z = reinterpret_cast<std::uint32_t*>(zone->data);
       for (std::size_t i = 0; i < n + 2 * g; ++i) z[i] = (i < g || i >= g + n) ? scangrade::kCanaryBits : scangrade::kPoisonBits;
       out = {in->fd, zone->fd};
       reply["sizes"] = {in->size, zone->size};
+    } else if (op == "check") {
+      const bool ok = msg.at("dtype") == "float32"
+                          ? checked<float>(zone->data, in->data, check_input, n, kind_of(msg))
+                          : checked<std::int32_t>(zone->data, in->data, check_input, n, kind_of(msg));
+      reply["verified"] = ok;
+      if (ok) {
+        in.reset();
+        zone.reset();
+      }
     } else if (op == "collect") {
       const Staging s(fds.at(0));
       std::memcpy(s.data, zone->data, (n + 2 * g) * 4);
@@ -108,12 +156,13 @@ int main(int argc, char** argv) {
       in.reset();
       zone.reset();
     } else if (op == "time_setup") {
-      const Staging s(fds.at(0));
+      const Staging s(fds.at(0), false);
+      const std::size_t offset = msg.value("offset", std::size_t{0});
       n = msg.at("n");
       f32 = msg.at("dtype") == "float32";
-      pristine.assign(s.data, s.data + n * 4);
-      lo.assign(s.data + n * 4, s.data + 2 * n * 4);
-      hi.assign(s.data + 2 * n * 4, s.data + 3 * n * 4);
+      pristine.assign(s.data + offset, s.data + offset + n * 4);
+      if (f32) band_of<float>(pristine, n, kind_of(msg), lo, hi);
+      else band_of<std::int32_t>(pristine, n, kind_of(msg), lo, hi);
       reply["sizes"] = json::array();
       for (auto& p : pairs) {
         p = std::make_unique<MemFile>(n * 4);

@@ -79,4 +79,11 @@ template <typename T>
 Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
               const RunRecord<T>& run);
 
+/// judge() for a run whose guards, input and output a trusted check already found right (the GPU
+/// checker's device-side check, grading/checker/output_check.h): the verdict judge() gives such a
+/// run, from the rest of its record (not_implemented, crash, race, leak or pass). `run.output`,
+/// the guards and `run.input_after` are not read.
+template <typename T>
+Verdict judge_checked(const Case& c, const RunRecord<T>& run);
+
 }  // namespace scangrade

@@ -1,0 +1,170 @@
+// The checker's device-side checks (output_check.h) against the harness's host rule (check.h):
+// the on-device acceptance band equals acceptance_band (int32 exactly, float to one float step), and
+// verified_on_device says "right" exactly for outputs judge() passes. Skipped, with the reason,
+// without a GPU.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "output_check.h"
+#include "scangrade/check.h"
+#include "scangrade/device_run.h"
+#include "scangrade/inputs.h"
+#include "scangrade/oracle.h"
+
+namespace scangrade::grader {
+namespace {
+
+template <typename T>
+struct DeviceCopy {
+  T* p = nullptr;
+  std::size_t n = 0;
+  explicit DeviceCopy(const std::vector<T>& v) : n(v.size()) {
+    EXPECT_EQ(cudaMalloc(&p, (n ? n : 1) * sizeof(T)), cudaSuccess);
+    if (n) EXPECT_EQ(cudaMemcpy(p, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  ~DeviceCopy() { cudaFree(p); }
+  std::vector<T> get() const {
+    std::vector<T> v(n);
+    if (n) EXPECT_EQ(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return v;
+  }
+};
+
+template <typename T>
+T from_bits(std::uint32_t bits) {
+  T v;
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
+template <typename T>
+struct CheckRun {
+  Case c;
+  std::vector<T> input;
+  std::vector<double> expected;
+  std::vector<T> zone;  // guard, output, guard
+  CheckRun(std::size_t n, ScanKind kind, ValueKind values, std::uint64_t seed) {
+    c.id = "output-check";
+    c.slot = Slot::Hierarchical;
+    c.dtype = std::is_same_v<T, float> ? DType::Float32 : DType::Int32;
+    c.kind = kind;
+    c.n = n;
+    c.values = values;
+    c.seed = seed;
+    input = make_input<T>(c);
+    expected = oracle_scan(input, kind);
+    const std::size_t g = kGuardElements;
+    zone.assign(n + 2 * g, from_bits<T>(kCanaryBits));
+    for (std::size_t i = 0; i < n; ++i) zone[g + i] = static_cast<T>(expected[i]);
+  }
+  /// What judge() says of the zone as it is (with the input unchanged).
+  Status host() const {
+    const std::size_t g = kGuardElements;
+    RunRecord<T> run;
+    run.guard_before.assign(zone.begin(), zone.begin() + g);
+    run.output.assign(zone.begin() + g, zone.begin() + g + c.n);
+    run.guard_after.assign(zone.begin() + g + c.n, zone.end());
+    run.input_after = input;
+    return judge(c, input, expected, run).status;
+  }
+  bool device(const std::vector<T>* input_after = nullptr) const {
+    const DeviceCopy<T> z(zone), in(input_after ? *input_after : input), pristine(input);
+    return verified_on_device<T>(z.p, kGuardElements, in.p, pristine.p, c.n, c.kind, nullptr);
+  }
+};
+
+class OutputCheck : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (const auto why = device_unavailable()) GTEST_SKIP() << "GPU test skipped: " << *why;
+  }
+};
+
+TEST_F(OutputCheck, CorrectOutputsAreVerifiedAsTheHostPassesThem) {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{(1 << 20) + 3}})
+    for (const ScanKind kind : {ScanKind::Inclusive, ScanKind::Exclusive}) {
+      const CheckRun<std::int32_t> i(n, kind, ValueKind::Random, 7);
+      EXPECT_EQ(i.host(), Status::Pass);
+      EXPECT_TRUE(i.device()) << "int32 n=" << n;
+      for (const ValueKind values : {ValueKind::Real, ValueKind::Random, ValueKind::Large}) {
+        const CheckRun<float> f(n, kind, values, 11);
+        EXPECT_EQ(f.host(), Status::Pass);
+        EXPECT_TRUE(f.device()) << "float n=" << n << " values " << name(values);
+      }
+    }
+}
+
+TEST_F(OutputCheck, EveryKindOfWrongRunIsNotVerified) {
+  const std::size_t n = 5000, g = kGuardElements;
+  CheckRun<std::int32_t> wrong(n, ScanKind::Inclusive, ValueKind::Random, 3);
+  wrong.zone[g + 4321] += 1;
+  EXPECT_EQ(wrong.host(), Status::Fail);
+  EXPECT_FALSE(wrong.device());
+
+  CheckRun<float> nan(n, ScanKind::Exclusive, ValueKind::Real, 3);
+  nan.zone[g + 17] = std::nanf("");
+  EXPECT_EQ(nan.host(), Status::Fail);
+  EXPECT_FALSE(nan.device());
+
+  CheckRun<float> unwritten(n, ScanKind::Inclusive, ValueKind::Real, 3);
+  unwritten.zone[g + n - 1] = from_bits<float>(kPoisonBits);
+  EXPECT_FALSE(unwritten.device());
+
+  for (const std::size_t at : {g - 1, g + n}) {  // d_out[-1], d_out[n]
+    CheckRun<std::int32_t> past(n, ScanKind::Inclusive, ValueKind::Random, 3);
+    past.zone[at] = 0;
+    EXPECT_EQ(past.host(), Status::OutOfBoundsWrite);
+    EXPECT_FALSE(past.device());
+  }
+
+  const CheckRun<std::int32_t> right(n, ScanKind::Inclusive, ValueKind::Random, 3);
+  std::vector<std::int32_t> changed = right.input;
+  changed[2500] ^= 1;
+  EXPECT_FALSE(right.device(&changed));  // the input was modified
+}
+
+TEST_F(OutputCheck, FloatToleranceEdgesMatchTheHostRule) {
+  const std::size_t n = 1 << 16, g = kGuardElements;
+  for (const double fraction : {0.5, 0.98, 1.5, 3.0}) {
+    CheckRun<float> r(n, ScanKind::Inclusive, ValueKind::Real, 5);
+    double abs_sum = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      abs_sum += std::fabs(static_cast<double>(r.input[i]));
+      if (i % 997 != 500) continue;
+      const double tol = float_tolerance(i + 1, abs_sum, false);
+      r.zone[g + i] = static_cast<float>(r.expected[i] + fraction * tol);
+    }
+    EXPECT_EQ(r.host() == Status::Pass, r.device()) << "an output " << fraction << " x the tolerance away";
+  }
+}
+
+TEST_F(OutputCheck, BandOnTheDeviceIsTheHostBand) {
+  for (const ScanKind kind : {ScanKind::Inclusive, ScanKind::Exclusive}) {
+    const CheckRun<std::int32_t> i(100000, kind, ValueKind::Random, 9);
+    const DeviceCopy<std::int32_t> in(i.input), lo(i.input), hi(i.input);
+    acceptance_band_on_device<std::int32_t>(in.p, i.c.n, kind, lo.p, hi.p, nullptr);
+    const Band<std::int32_t> host = acceptance_band(i.input, kind, i.expected);
+    EXPECT_EQ(lo.get(), host.lo);
+    EXPECT_EQ(hi.get(), host.hi);
+
+    const CheckRun<float> f(100000, kind, ValueKind::Real, 9);
+    const DeviceCopy<float> fin(f.input), flo(f.input), fhi(f.input);
+    acceptance_band_on_device<float>(fin.p, f.c.n, kind, flo.p, fhi.p, nullptr);
+    const Band<float> fhost = acceptance_band(f.input, kind, f.expected);
+    const std::vector<float> dlo = flo.get(), dhi = fhi.get();
+    std::size_t apart = 0;
+    for (std::size_t k = 0; k < f.c.n; ++k) {
+      // the same float, or the next one (the float64 sums in another order)
+      if (dlo[k] != fhost.lo[k] && std::nextafter(dlo[k], fhost.lo[k]) != fhost.lo[k]) ++apart;
+      if (dhi[k] != fhost.hi[k] && std::nextafter(dhi[k], fhost.hi[k]) != fhost.hi[k]) ++apart;
+    }
+    EXPECT_EQ(apart, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace scangrade::grader
