@@ -2,9 +2,11 @@
 
 The gallery (grading/gallery/<entry>/) holds complete submissions, known-correct and known-wrong,
 each with expected.json: the verdict every slot must get (and, where the CPU emulation backend must
-differ, `emulation_verdicts`). This grades each entry with grade.py — plus the reference solutions
+differ, `emulation_verdicts`) and, optionally, `hints`: a substring that the message of the slot's
+first non-passing case must contain (`emulation_hints` where the emulation backend differs; null
+there drops the hint). This grades each entry with grade.py — plus the reference solutions
 through the prebuilt reference worker — computes each slot's verdict from results.json and prints
-a table entry × slot: expected vs got. Exit 0 when every verdict matches, 1 otherwise.
+a table entry × slot: expected vs got. Exit 0 when every verdict and hint matches, 1 otherwise.
 With --results-from BATCH_DIR it grades nothing and reads the results a batch run
 (grading/batch.py over the gallery's entries) wrote: the gradebook maps each entry to its results;
 with --copies FILE as well, every row of that batch is a copy of the entry FILE names for its raw
@@ -12,7 +14,9 @@ name (tools/bench_batch.py grades perturbed copies that way).
 
 A slot's verdict: `pass` when every case of the slot passed; otherwise the first status present in
 this order: internal_error, compile_error, policy_violation, not_implemented, timeout, crash, race, memory_error,
-out_of_bounds_write, input_modified, fail, leak (scangrade/vocab.py). On the emulate backend the
+out_of_bounds_write, input_modified, fail, leak (scangrade/vocab.py). A hint is checked (case-sensitive
+substring) against the message of the slot's first case, in results.json order, whose status is not
+pass; hints of slots expected to pass on this backend are not checked. On the emulate backend the
 judge stops at its emulation cap unless --max-n says otherwise.
 """
 from __future__ import annotations
@@ -40,12 +44,22 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
+class FirstProblem:
+    """A slot's first case (results.json order) whose status is not pass."""
+    case_id: str
+    status: str
+    message: str
+
+
+@dataclass
 class Entry:
     name: str
     expected: dict[str, str]
     bug: str | None = None
     kind: str = ""                  # "exploit": graded only inside the sandbox (--sandbox require)
+    hints: dict[str, str] = field(default_factory=dict)   # slot -> substring of its first problem's message
     got: dict[str, str] = field(default_factory=dict)
+    first_problems: dict[str, FirstProblem] = field(default_factory=dict)
     error: str = ""
     skipped: str = ""               # why it was not graded (an exploit where no sandbox can run)
     seconds: float = 0.0
@@ -55,8 +69,28 @@ class Entry:
             return []
         if self.error:
             return [self.error]
-        return [f"{slot}: expected {want}, got {self.got.get(slot, 'no cases')}"
-                for slot, want in self.expected.items() if self.got.get(slot) != want]
+        return ([f"{slot}: expected {want}, got {self.got.get(slot, 'no cases')}"
+                 for slot, want in self.expected.items() if self.got.get(slot) != want]
+                + [f"{slot}: {problem}" for slot, problem in self.hint_problems().items()])
+
+    def hint_problems(self) -> dict[str, str]:
+        """slot -> why its hint does not hold (only slots whose verdict matched: a wrong verdict is
+        reported as such)."""
+        problems = {}
+        for slot, hint in self.hints.items():
+            if self.got.get(slot) != self.expected.get(slot):
+                continue
+            first = self.first_problems.get(slot)
+            if first is None:
+                problems[slot] = f"expected a message containing {hint!r}, but no case of the slot failed"
+            elif hint not in first.message:
+                problems[slot] = (f"expected the message of its first {first.status} case ({first.case_id}) to "
+                                  f"contain {hint!r}, got {shorten(first.message)!r}")
+        return problems
+
+
+def shorten(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def expected_verdicts(spec: dict, backend: str) -> dict[str, str]:
@@ -67,11 +101,36 @@ def expected_verdicts(spec: dict, backend: str) -> dict[str, str]:
     return expected
 
 
+def expected_hints(spec: dict, backend: str) -> dict[str, str]:
+    """An expected.json's hints on this backend: `hints`, with `emulation_hints` on top when emulated
+    (null drops a slot's hint); slots expected to pass have no hint to check."""
+    hints = dict(spec.get("hints", {}))
+    if backend == "emulate":
+        hints.update(spec.get("emulation_hints", {}))
+    verdicts = expected_verdicts(spec, backend)
+    return {slot: hint for slot, hint in hints.items() if hint is not None and verdicts.get(slot, "pass") != "pass"}
+
+
+def first_problems(results: dict) -> dict[str, FirstProblem]:
+    """Each slot's first case (results.json order) whose status is not pass."""
+    found: dict[str, FirstProblem] = {}
+    for case in results["cases"]:
+        if case["status"] != "pass" and case["slot"] not in found:
+            found[case["slot"]] = FirstProblem(case["id"], case["status"], case.get("message", ""))
+    return found
+
+
+def take_results(entry: Entry, results: dict) -> None:
+    entry.got = slot_verdicts(results)
+    entry.first_problems = first_problems(results)
+
+
 def load_entries(backend: str, names: list[str] | None) -> list[Entry]:
     entries = [Entry(REFERENCE, {slot: "pass" for slot in SLOTS}, None)]
     for folder in sorted(p for p in GALLERY.iterdir() if (p / "expected.json").is_file()):
         spec = json.loads((folder / "expected.json").read_text())
-        entries.append(Entry(folder.name, expected_verdicts(spec, backend), spec.get("bug"), spec.get("kind", "")))
+        entries.append(Entry(folder.name, expected_verdicts(spec, backend), spec.get("bug"), spec.get("kind", ""),
+                             expected_hints(spec, backend)))
     if names:
         unknown = set(names) - {e.name for e in entries}
         if unknown:
@@ -106,8 +165,7 @@ def grade(entry: Entry, args: argparse.Namespace, toolchain: dict) -> Entry:
     if proc.returncode not in (0, 1):
         entry.error = f"grading exited {proc.returncode}: {said[-800:]}"
         return entry
-    results = json.loads((out / "results.json").read_text())
-    entry.got = slot_verdicts(results)
+    take_results(entry, json.loads((out / "results.json").read_text()))
     return entry
 
 
@@ -118,7 +176,8 @@ def read_batch(entries: list[Entry], batch_dir: Path, copies: dict[str, str] | N
         rows = {row["raw_name"]: row for row in csv.DictReader(f)}
     if copies is not None:
         by_name = {e.name: e for e in entries}
-        pairs = [(Entry(row["student_id"], by_name[copies[raw]].expected, by_name[copies[raw]].bug), row)
+        pairs = [(Entry(row["student_id"], by_name[copies[raw]].expected, by_name[copies[raw]].bug,
+                        hints=by_name[copies[raw]].hints), row)
                  for raw, row in sorted(rows.items()) if copies.get(raw) in by_name]
     else:
         pairs = [(entry, rows.get(entry.name)) for entry in entries]
@@ -130,29 +189,32 @@ def read_batch(entries: list[Entry], batch_dir: Path, copies: dict[str, str] | N
         if results is None or not results.is_file():
             entry.error = f"the batch has no results for {entry.name} ({row.get('outcome')}: {row.get('flags')})"
         else:
-            entry.got = slot_verdicts(json.loads(results.read_text()))
+            take_results(entry, json.loads(results.read_text()))
         found.append(entry)
     return found
 
 
 def print_table(entries: list[Entry], backend: str) -> None:
-    """One row per entry: each slot's verdict, and `!=expected` where it differs."""
+    """One row per entry: each slot's verdict, and `!=expected` where it differs (`!=hint` where the
+    verdict is right but its first problem's message lacks the expected hint)."""
     rows = [("entry", *SLOTS, "")]
     for e in entries:
         cells = []
+        wrong_hints = e.hint_problems() if not (e.skipped or e.error) else {}
         for slot in SLOTS:
             want, got = e.expected.get(slot, "-"), ("SKIPPED" if e.skipped else "ERROR" if e.error else e.got.get(slot, "-"))
-            cells.append(got if got == want else f"{got}!={want}")
+            cells.append(f"{got}!=hint" if slot in wrong_hints else got if got == want else f"{got}!={want}")
         rows.append((e.name, *cells, "MISMATCH" if e.mismatches() else "skipped" if e.skipped else "ok"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    print(f"gallery verdicts on the {backend} backend (cell: the verdict got; got!=expected on a mismatch)")
+    print(f"gallery verdicts on the {backend} backend (cell: the verdict got; got!=expected on a mismatch, "
+          f"got!=hint when the first problem's message lacks the expected hint)")
     for i, r in enumerate(rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
     bad = [e for e in entries if e.mismatches()]
     graded = [e for e in entries if not e.skipped]
-    print(f"{len(graded) - len(bad)}/{len(graded)} entries got every expected verdict "
+    print(f"{len(graded) - len(bad)}/{len(graded)} entries got every expected verdict and hint "
           f"({sum(e.seconds for e in entries):.0f} s of grading)")
     for e in bad:
         for m in e.mismatches():
@@ -202,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
             entries = list(pool.map(lambda e: grade(e, args, toolchain), entries))
     print_table(entries, args.backend)
     if args.json:
-        args.json.write_text(json.dumps({e.name: {"expected": e.expected, "got": e.got, "error": e.error}
+        args.json.write_text(json.dumps({e.name: {"expected": e.expected, "got": e.got, "error": e.error,
+                                                  "hints": e.hints,
+                                                  "hint_mismatches": e.hint_problems() if not e.error else {}}
                                          for e in entries}, indent=1) + "\n")
     return 1 if any(e.mismatches() for e in entries) else 0
 

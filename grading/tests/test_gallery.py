@@ -1,0 +1,213 @@
+"""grading/gallery.py (scangrade/gallery.py): expected hints (the message of a slot's first
+non-passing case must contain a substring), in the table, the exit status and --results-from /
+--copies mode; and the gallery's own promises (how many entries, one planted bug each, hints that
+name real slots). Nothing here compiles or grades: results.json documents are made by hand."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import pytest
+
+from conftest import GRADING
+from scangrade import gallery
+from scangrade.vocab import SLOTS
+
+GALLERY = GRADING / "gallery"
+NOT_WRITTEN = {"hillis_steele": "not_implemented", "blelloch": "not_implemented", "single_pass": "not_implemented"}
+
+
+def case(slot: str, status: str, message: str = "", n: int = 1) -> dict:
+    return {"id": f"{slot}.int32.n{n}.{status}", "slot": slot, "status": status, "message": message}
+
+
+def results(*cases: dict) -> dict:
+    return {"cases": list(cases)}
+
+
+def not_written() -> list[dict]:
+    return [case(slot, "not_implemented", f"{slot} is not implemented yet") for slot in NOT_WRITTEN]
+
+
+def entry(hints: dict[str, str], doc: dict, expected: dict[str, str] | None = None) -> gallery.Entry:
+    e = gallery.Entry("wrong_x", expected or {**NOT_WRITTEN, "hierarchical": "fail"}, "a bug", hints=hints)
+    gallery.take_results(e, doc)
+    return e
+
+
+# --- the hint rule --------------------------------------------------------------------------------
+
+def test_hint_found_in_the_first_problem():
+    doc = results(*not_written(), case("hierarchical", "pass"),
+                  case("hierarchical", "fail", "element 5: got 3, expected 4; the output is the EXCLUSIVE scan", 7))
+    assert entry({"hierarchical": "the output is the EXCLUSIVE scan"}, doc).mismatches() == []
+
+
+def test_hint_missing_is_a_mismatch():
+    doc = results(*not_written(), case("hierarchical", "fail", "element 5: got 3, expected 4"))
+    problems = entry({"hierarchical": "missing level"}, doc).mismatches()
+    assert len(problems) == 1
+    assert problems[0].startswith("hierarchical: ") and "'missing level'" in problems[0]
+    assert "hierarchical.int32.n1.fail" in problems[0] and "got 3, expected 4" in problems[0]
+
+
+def test_hint_is_case_sensitive():
+    doc = results(*not_written(), case("hierarchical", "fail", "a Missing Level of block sums"))
+    assert entry({"hierarchical": "missing level"}, doc).mismatches()
+
+
+def test_only_the_first_non_passing_case_counts():
+    # the substring is in a later case's message, not in the first problem's: a mismatch
+    doc = results(*not_written(), case("hierarchical", "pass"),
+                  case("hierarchical", "fail", "element 9 is wrong", 2),
+                  case("hierarchical", "fail", "a missing level of block sums", 3))
+    assert entry({"hierarchical": "missing level"}, doc).mismatches()
+    # ...and the other way round: the first problem has it, a later one does not
+    doc = results(*not_written(), case("hierarchical", "fail", "a missing level of block sums", 2),
+                  case("hierarchical", "fail", "element 9 is wrong", 3))
+    assert entry({"hierarchical": "missing level"}, doc).mismatches() == []
+
+
+def test_first_problem_of_another_status_counts():
+    # the verdict is crash (precedence) but the first non-passing case failed: its message is checked
+    doc = results(*not_written(), case("hierarchical", "fail", "element 0 is wrong", 1),
+                  case("hierarchical", "crash", "return before launching when n == 0", 0))
+    e = entry({"hierarchical": "return before launching when n == 0"}, doc, {**NOT_WRITTEN, "hierarchical": "crash"})
+    assert e.mismatches() and "first fail case" in e.mismatches()[0]
+
+
+def test_hint_without_any_problem_is_a_mismatch():
+    # the expected verdict matched (not_implemented is a problem too), but the hinted slot never failed
+    doc = results(*not_written(), case("hierarchical", "pass"))
+    e = entry({"hierarchical": "missing level"}, doc, {**NOT_WRITTEN, "hierarchical": "pass"})
+    assert e.mismatches() == ["hierarchical: expected a message containing 'missing level', but no case of the slot failed"]
+
+
+def test_a_wrong_verdict_is_reported_once():
+    doc = results(*not_written(), case("hierarchical", "crash", "segmentation fault"))
+    e = entry({"hierarchical": "missing level"}, doc)
+    assert e.mismatches() == ["hierarchical: expected fail, got crash"]
+
+
+def test_expected_hints_per_backend():
+    spec = {"verdicts": {**NOT_WRITTEN, "hierarchical": "fail"},
+            "emulation_verdicts": {"hierarchical": "pass"},
+            "hints": {"hierarchical": "missing level", "blelloch": "not implemented"}}
+    assert gallery.expected_hints(spec, "gpu") == {"hierarchical": "missing level", "blelloch": "not implemented"}
+    # emulated the slot is expected to pass: its hint is not checked
+    assert gallery.expected_hints(spec, "emulate") == {"blelloch": "not implemented"}
+    spec = {"verdicts": {**NOT_WRITTEN, "hierarchical": "out_of_bounds_write"},
+            "hints": {"hierarchical": "past the end", "single_pass": "not implemented"},
+            "emulation_hints": {"hierarchical": "segmentation", "single_pass": None}}
+    assert gallery.expected_hints(spec, "emulate") == {"hierarchical": "segmentation"}
+    assert gallery.expected_hints(spec, "gpu") == {"hierarchical": "past the end", "single_pass": "not implemented"}
+
+
+# --- end to end: the table, the exit status, --results-from and --copies --------------------------
+
+@pytest.fixture
+def fake_gallery(tmp_path, monkeypatch):
+    """A gallery of one entry (wrong_x: hierarchical fail, hint 'missing level'), a build folder with a
+    toolchain.json, and a writer of batch folders whose results are given per raw name."""
+    root = tmp_path / "gallery"
+    (root / "wrong_x").mkdir(parents=True)
+    (root / "wrong_x" / "expected.json").write_text(json.dumps({
+        "description": "d", "bug": "b", "verdicts": {**NOT_WRITTEN, "hierarchical": "fail"},
+        "hints": {"hierarchical": "missing level"}}))
+    monkeypatch.setattr(gallery, "GALLERY", root)
+    build = tmp_path / "build"
+    (build / "grading").mkdir(parents=True)
+    (build / "grading" / "toolchain.json").write_text(json.dumps({"judge": "/bin/false", "emulate": {}}))
+
+    def batch(docs: dict[str, dict]) -> "Path":
+        out = tmp_path / f"batch{len(list(tmp_path.glob('batch*')))}"
+        out.mkdir()
+        with open(out / "gradebook.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["student_id", "raw_name", "outcome", "flags", "results"])
+            w.writeheader()
+            for i, (raw, doc) in enumerate(sorted(docs.items())):
+                (out / f"{raw}.json").write_text(json.dumps(doc))
+                w.writerow({"student_id": f"s{i:03d}", "raw_name": raw, "outcome": "graded", "flags": "",
+                            "results": f"{raw}.json"})
+        return out
+
+    return build, batch
+
+
+RIGHT = results(*not_written(), case("hierarchical", "fail", "tiles after 2048 lack an offset: a missing level?"))
+WRONG_HINT = results(*not_written(), case("hierarchical", "fail", "element 4194304: got 1, expected 2"))
+
+
+def run_main(argv: list[str], capsys) -> tuple[int, str]:
+    status = gallery.main(argv)
+    return status, capsys.readouterr().out
+
+
+def test_results_from_with_the_hint(fake_gallery, capsys):
+    build, batch = fake_gallery
+    status, out = run_main(["--backend", "emulate", "--build-dir", str(build), "--entries", "wrong_x",
+                            "--results-from", str(batch({"wrong_x": RIGHT}))], capsys)
+    assert status == 0, out
+    assert re.search(r"^wrong_x\s+not_implemented\s+not_implemented\s+fail\s+not_implemented\s+ok$", out, re.M), out
+    assert "MISMATCH" not in out
+
+
+def test_results_from_without_the_hint(fake_gallery, capsys, tmp_path):
+    build, batch = fake_gallery
+    status, out = run_main(["--backend", "emulate", "--build-dir", str(build), "--entries", "wrong_x", "--json",
+                            str(tmp_path / "v.json"), "--results-from", str(batch({"wrong_x": WRONG_HINT}))], capsys)
+    assert status == 1, out
+    assert re.search(r"^wrong_x\s+.*\sfail!=hint\s.*MISMATCH$", out, re.M), out
+    assert "MISMATCH wrong_x: hierarchical: expected the message of its first fail case" in out
+    doc = json.loads((tmp_path / "v.json").read_text())
+    assert doc["wrong_x"]["hints"] == {"hierarchical": "missing level"}
+    assert list(doc["wrong_x"]["hint_mismatches"]) == ["hierarchical"]
+
+
+def test_copies_check_hints_per_copy(fake_gallery, capsys, tmp_path):
+    build, batch = fake_gallery
+    copies = tmp_path / "copies.json"
+    copies.write_text(json.dumps({"copy_a": "wrong_x", "copy_b": "wrong_x"}))
+    status, out = run_main(["--backend", "emulate", "--build-dir", str(build), "--copies", str(copies),
+                            "--results-from", str(batch({"copy_a": RIGHT, "copy_b": WRONG_HINT}))], capsys)
+    assert status == 1, out
+    assert re.search(r"^s000\s.*\sok$", out, re.M) and re.search(r"^s001\s.*fail!=hint.*MISMATCH$", out, re.M), out
+
+
+# --- the gallery itself ---------------------------------------------------------------------------
+
+def gallery_specs() -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted(GALLERY.glob("*/expected.json"))}
+
+
+def test_gallery_size():
+    names = gallery_specs()
+    wrong = [n for n in names if n.startswith("wrong_")]
+    correct = [n for n in names if n.startswith("correct_")]
+    assert len(wrong) >= 25, wrong
+    assert len(correct) >= 8, correct
+
+
+@pytest.mark.parametrize("name, spec", sorted(gallery_specs().items()))
+def test_entry_spec(name, spec):
+    student = GALLERY / name / "student"
+    verdicts = spec["verdicts"]
+    assert set(verdicts) == set(SLOTS), name
+    assert set(spec.get("emulation_verdicts", {})) <= set(SLOTS)
+    for key in ("hints", "emulation_hints"):
+        hints = spec.get(key, {})
+        assert set(hints) <= set(SLOTS), (name, key)
+        assert all(h is None or (isinstance(h, str) and h) for h in hints.values()), (name, key)
+    # a slot file that is missing is graded not_implemented (and no other way round)
+    for slot in SLOTS:
+        if not (student / f"{slot}.cu").is_file():
+            assert verdicts[slot] == "not_implemented", (name, slot)
+    if name.startswith("correct_"):
+        assert set(verdicts.values()) == {"pass"} and not spec.get("emulation_verdicts"), name
+        assert not re.search(r"//\s*BUG\b", "".join(p.read_text() for p in student.iterdir())), name
+    if name.startswith("wrong_"):
+        sources = "".join(p.read_text() for p in sorted(student.iterdir()))
+        marks = re.findall(r"//\s*BUG\b(?! \(continued\))", sources)   # "// BUG (continued)" goes on about the same one
+        assert len(marks) == 1, f"{name}: exactly one planted bug, marked // BUG"
