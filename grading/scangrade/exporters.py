@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -143,11 +144,12 @@ def summary_lines(results: dict) -> list[str]:
 # statuses of a case that ran: `make test` reruns it with the same input (compile errors rebuild)
 REPLAYABLE = ("fail", "crash", "timeout", "race", "memory_error", "out_of_bounds_write", "input_modified", "leak")
 SANITIZER_TOOL = {"race": "racecheck", "memory_error": "memcheck"}
+_LOG_ERROR = re.compile(r":\d+(:\d+)?: (fatal )?error\b|^\S*ld: |\bundefined reference\b")
 
 
 class Line(NamedTuple):
     """One line of a case's feedback. kind: message (the judge's), hint, why, seed, replay (a command
-    after "replay: "), log (the compile log)."""
+    after "replay: "), log (the compile log), error (a line of the compile log that reports an error)."""
     kind: str
     text: str
 
@@ -214,7 +216,7 @@ def case_feedback(case: dict, results: dict, compile_log: bool = True) -> list[L
         log = results["build"]["log"].rstrip("\n")
         if log and compile_log:
             lines.append(Line("message", f"{case['slot']} did not compile:"))
-            lines += [Line("log", line) for line in log.split("\n")]
+            lines += [Line("error" if _LOG_ERROR.search(line) else "log", line) for line in log.split("\n")]
         else:
             lines.append(Line("message", case["message"] or f"{case['slot']} did not compile"))
     else:

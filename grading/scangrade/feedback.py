@@ -162,7 +162,10 @@ def page_model(results: dict, instructor: bool = False) -> dict:
         "layout_error": b["log"].strip() if layout_error else "",
         "notes": notes, "slots": slots, "method": method if results["backend"] == "gpu" else "",
         "build": {"status": b["status"], "warnings": b.get("warnings", 0), "log": "" if layout_error else b["log"],
-                  "failed": bool(b["failed_slots"]), "seconds": b.get("seconds")},
+                  "failed": bool(b["failed_slots"]), "seconds": b.get("seconds"),
+                  # the slot whose section already shows the whole log (its first case is a compile error)
+                  "log_in": next((x.slot for x in slots if any(line.kind in ("log", "error") for line in x.lines)),
+                                 "")},
         "student_output": shown_output, "output_truncated": results["student_output"]["truncated"],
         "output_withheld": bool(results["student_output"]["text"]) and not shown_output,
     }

@@ -150,13 +150,21 @@ def test_compile_error(doc):
     s = sections(doc)["hillis_steele"]
     assert s.verdict == "compile_error" and s.every_case and s.others == []
     assert [line.kind for line in s.lines][:1] == ["message"]
-    log_lines = [line.text for line in s.lines if line.kind == "log"]
-    assert "student/hillis_steele.cu:14: error: identifier \"tid\" is undefined" in log_lines
+    log_lines = {line.text: line.kind for line in s.lines if line.kind in ("log", "error")}
+    assert log_lines["student/hillis_steele.cu:14: error: identifier \"tid\" is undefined"] == "error"
+    assert log_lines["student/blelloch.cu:9:5: warning: unused variable 'x'"] == "log"
     assert s.lines[-1].text == "replay: make test"
     text = feedback.render_page(doc)
-    assert "Every case:" in text and "<h3>Compile log</h3>" in text
-    assert "did not compile: student/hillis_steele.cu" in text
-    assert "1 compiler warning" in text and "warning: unused variable" in html.unescape(text)
+    assert "Every case:" in text and "did not compile: student/hillis_steele.cu" in text
+    # the log once: in the slot's section, and the build section points there
+    assert text.count("unused variable") == 1 and "1 compiler warning" in text
+    assert 'is under <a href="#slot-hillis_steele">hillis_steele</a>' in text
+    # a build with warnings only shows them in the build section
+    doc["build"].update(status="ok", log=WARNINGS_LOG, failed_slots=[])
+    for case in doc["cases"][:2]:
+        case.update(status="pass", message="", points=1)
+    text = feedback.render_page(doc)
+    assert "<h3>Compiler warnings</h3>" in text and text.count("unused variable") == 1
 
 
 def test_crash(doc):
@@ -193,8 +201,7 @@ def test_student_strings_are_escaped(doc):
     text = feedback.render_page(doc)
     assert "<script" not in text and "<b>bold" not in text
     assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in text
-    # title, h1, message, hint, printed output, and the log twice (hillis_steele's compile error, the build)
-    assert text.count("&lt;script&gt;") == 7
+    assert text.count("&lt;script&gt;") == 6     # title, h1, message, hint, compile log, printed output
     page = Page(text)
     assert "script" not in page.tags and page.spans["hierarchical"][:2] == ["message", "hint"]
 
@@ -313,7 +320,7 @@ def test_batch_writes_and_links_the_pages(tmp_path, fake_build_dir):
         results = json.loads((out / "students" / sid / "results.json").read_text())
         assert page.read_text() == feedback.render_page(results)
         assert f'<a href="students/{sid}/feedback.html">{sid}</a>' in report
-    assert "Compile log" in (out / "students" / "bob" / "feedback.html").read_text()
+    assert "blelloch did not compile:" in (out / "students" / "bob" / "feedback.html").read_text()
     # a resumed student whose page is missing gets it back without being graded again
     (out / "students" / "ann" / "feedback.html").unlink()
     r = run_batch(subs, out, fake, "--formats", "gradescope")
