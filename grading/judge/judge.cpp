@@ -78,8 +78,9 @@ void report_end(const Options& o, const json& score, int exit_code, const Phases
   char line[256];
   std::snprintf(line, sizeof line,
                 "scangrade_judge: phases functional_s=%.3f timing_s=%.3f lock_wait_s=%.3f sanitizer_s=%.3f "
-                "prepare_s=%.3f\n",
-                p.correctness_s, p.timing_s, p.lock_wait_s, p.sanitizer_s, p.prepare_s);
+                "prepare_s=%.3f worker_starts=%d worker_start_s=%.3f checker_start_s=%.3f\n",
+                p.correctness_s, p.timing_s, p.lock_wait_s, p.sanitizer_s, p.prepare_s, p.worker_starts,
+                p.worker_start_s, p.checker_start_s);
   std::cerr << line;
 }
 
@@ -116,6 +117,9 @@ int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>
     g.phases.timing_s = session->timing_s();
     g.phases.lock_wait_s = session->lock_wait_s();
     g.phases.prepare_s = session->prepare_s();
+    g.phases.worker_starts = session->workers_started();
+    g.phases.worker_start_s = session->worker_start_s();
+    g.phases.checker_start_s = session->checker_start_s();
   }
 
   std::map<Slot, double> perf_max;

@@ -40,6 +40,9 @@ struct Phases {
   double timing_s = 0;       // timed cases, the GPU held exclusively
   double lock_wait_s = 0;    // waits for --gpu-lock
   double sanitizer_s = 0;    // the compute-sanitizer pass
+  int worker_starts = 0;     // workers started (the first, and one after each crash or timeout)
+  double worker_start_s = 0; // from each worker's start to its hello, summed (spares start ahead)
+  double checker_start_s = 0;  // the checker's start (GPU), while the first worker starts
 };
 
 /// Everything results.json reports besides the options.

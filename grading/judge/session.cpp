@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iostream>
 
 #include "protocol.h"
 #include "scangrade/inputs.h"
@@ -194,9 +195,11 @@ bool Session::ensure_worker(CaseResult& r) {
     return false;
   }
   std::uintmax_t log_from = 0;
+  Clock::time_point started = Clock::now();
   if (!spares_.empty()) {  // started earlier: its CUDA context may be up already
     worker_ = std::move(spares_.front().process);
     log_from = spares_.front().log_from;
+    started = spares_.front().started;
     spares_.pop_front();
   } else {
     log_from = file_size_or_zero(log_path_);
@@ -207,6 +210,13 @@ bool Session::ensure_worker(CaseResult& r) {
       start_broken_ = r;
       return false;
     }
+    // the checker's CUDA context comes up while the worker's does (not one after the other)
+    if (o_.backend == "gpu" && !checker_) {
+      CaseResult ignored;  // a checker that cannot start is reported by the case that needs it
+      const auto checker_started = Clock::now();
+      if (case_memory(ignored)) checker_start_s_ = seconds_since(checker_started);
+      else errors_.pop_back();
+    }
   }
   std::optional<Hello> h;
   Status status;
@@ -215,6 +225,13 @@ bool Session::ensure_worker(CaseResult& r) {
   if (problem.empty()) {
     hello_ = h;
     failed_starts_ = 0;
+    const double took = seconds_since(started);
+    worker_start_s_ += took;
+    ++workers_started_;
+    if (o_.verbose || !o_.gpu_lock.empty())
+      std::cerr << "scangrade_judge: worker " << workers_started_ << " ready " << format_seconds(took)
+                << " s after its start (its CUDA context " << format_seconds(h->device_ms / 1000)
+                << " s, the policy monitor " << format_seconds(h->monitor_ms / 1000) << " s)\n";
     warm_spares();
     return true;
   }
@@ -245,6 +262,7 @@ void Session::warm_spares() {
   while (spares_.size() < want) {
     Spare spare;
     spare.log_from = file_size_or_zero(log_path_);
+    spare.started = Clock::now();
     try {
       spare.process = start_worker({o_.worker, "--channel", dir_}, log_path_);
     } catch (const std::exception&) {

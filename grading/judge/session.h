@@ -124,6 +124,11 @@ class Session {
   double lock_wait_s() const { return lock_wait_s_; }
   double timing_s() const { return timing_s_; }
   double prepare_s() const { return prepare_s_; }
+  /// Workers that said hello, and the seconds from each one's start to its hello (summed).
+  int workers_started() const { return workers_started_; }
+  double worker_start_s() const { return worker_start_s_; }
+  /// Seconds the checker took to start (0: not started).
+  double checker_start_s() const { return checker_start_s_; }
 
   /// The deadline of a case (seconds): the suite's timeout_s, else the default for the backend
   /// (default_deadline_s), times --timeout-scale.
@@ -205,6 +210,7 @@ class Session {
   struct Spare {
     std::unique_ptr<WorkerProcess> process;
     std::uintmax_t log_from = 0;  // the log's size when it started (for the tail of a failed start)
+    Clock::time_point started;
   };
   static constexpr std::size_t kMaxSpares = 4;
   std::deque<Spare> spares_;
@@ -216,7 +222,8 @@ class Session {
   std::optional<CaseResult> start_broken_;  // after two failed starts in a row: every later case
   Clock::time_point budget_end_ = Clock::time_point::max();
   std::map<Slot, double> slot_budget_s_, slot_spent_s_;  // each slot's share and what its exchanges took
-  double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0;
+  double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0, worker_start_s_ = 0, checker_start_s_ = 0;
+  int workers_started_ = 0;
   std::unique_ptr<CheckerProcess> checker_;  // the GPU backend's trusted side
   std::unique_ptr<CaseMemory> memory_;
   Staging timing_staging_;  // a timed case's input for the checker, when the case cache has none

@@ -1,6 +1,8 @@
 // The judge <-> worker messages (messages.h).
 #include "messages.h"
 
+#include <cmath>
+
 namespace scangrade::grader {
 namespace {
 
@@ -69,7 +71,7 @@ std::string name(Mode m) {
 
 void to_json(json& j, const Hello& m) {
   j = {{"hello", 1}, {"device", m.device}, {"driver", m.driver}, {"cuda_runtime", m.cuda_runtime}, {"error", m.error},
-       {"monitor", m.monitor}};
+       {"monitor", m.monitor}, {"device_ms", m.device_ms}, {"monitor_ms", m.monitor_ms}};
 }
 
 void from_json(const json& j, Hello& m) {
@@ -84,6 +86,12 @@ void from_json(const json& j, Hello& m) {
   m.driver = optional_text("driver");
   m.cuda_runtime = optional_text("cuda_runtime");
   m.monitor = optional_text("monitor");
+  const auto optional_ms = [&](const char* key) {
+    const json* v = f.find(key);
+    return v && v->is_number() && std::isfinite(v->get<double>()) ? v->get<double>() : 0.0;
+  };
+  m.device_ms = optional_ms("device_ms");
+  m.monitor_ms = optional_ms("monitor_ms");
 }
 
 void to_json(json& j, const Baselines& m) {

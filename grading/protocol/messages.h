@@ -35,6 +35,8 @@ struct Hello {
   std::string device, driver, cuda_runtime;
   std::string error;  // non-empty: no kernel can run here
   std::string monitor;  // why the policy monitor is off ("" when it watches every call)
+  double device_ms = 0;   // what the worker's start spent on its CUDA context (device_unavailable)
+  double monitor_ms = 0;  // and on installing the policy monitor (CUPTI)
 };
 
 /// Medians (ms) of the baselines of one case on one GPU.

@@ -1,9 +1,12 @@
 // Deterministic input generation (inputs.h).
 #include "scangrade/inputs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
+#include <type_traits>
 
 namespace scangrade {
 namespace {
@@ -17,11 +20,15 @@ std::uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
+constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ull;
+
 class SplitMix64 {
  public:
   explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+  /// The generator after `draws` calls of next(): its state only advances by kGolden.
+  static SplitMix64 after(std::uint64_t seed, std::uint64_t draws) { return SplitMix64(seed + draws * kGolden); }
   std::uint64_t next() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    std::uint64_t z = (state_ += kGolden);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
@@ -36,6 +43,20 @@ class SplitMix64 {
  private:
   std::uint64_t state_;
 };
+
+/// How many next() calls draw() makes per element: fixed per pattern and type.
+template <typename T>
+std::uint64_t draws_per_element(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::Random:
+    case ValueKind::Real: return 1;
+    case ValueKind::Large: return std::is_integral_v<T> ? 2 : 1;
+    case ValueKind::Zeros:
+    case ValueKind::Ones:
+    case ValueKind::Alternating: return 0;
+  }
+  return 0;
+}
 
 template <typename T>
 T draw(ValueKind kind, std::size_t i, std::size_t n, SplitMix64& rng) {
@@ -66,14 +87,29 @@ std::uint64_t mix_secret(std::uint64_t seed, const std::string& secret) {
 }
 
 template <typename T>
-std::vector<T> make_input(const Case& c) {
-  SplitMix64 rng(input_stream_seed(c));
+std::vector<T> make_input(const Case& c, unsigned threads) {
+  const std::uint64_t seed = input_stream_seed(c), per = draws_per_element<T>(c.values);
   std::vector<T> values(c.n);
-  for (std::size_t i = 0; i < c.n; ++i) values[i] = draw<T>(c.values, i, c.n, rng);
+  const auto fill = [&](std::size_t from, std::size_t to) {
+    SplitMix64 rng = SplitMix64::after(seed, static_cast<std::uint64_t>(from) * per);
+    for (std::size_t i = from; i < to; ++i) values[i] = draw<T>(c.values, i, c.n, rng);
+  };
+  constexpr std::size_t kPerThread = 1 << 20;
+  if (threads == 0) threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  const std::size_t parts = std::min<std::size_t>(threads, (c.n + kPerThread - 1) / kPerThread);
+  if (parts <= 1) {
+    fill(0, c.n);
+    return values;
+  }
+  std::vector<std::thread> workers;
+  const std::size_t step = (c.n + parts - 1) / parts;
+  for (std::size_t from = step; from < c.n; from += step) workers.emplace_back(fill, from, std::min(c.n, from + step));
+  fill(0, step);
+  for (std::thread& t : workers) t.join();
   return values;
 }
 
-template std::vector<std::int32_t> make_input<std::int32_t>(const Case&);
-template std::vector<float> make_input<float>(const Case&);
+template std::vector<std::int32_t> make_input<std::int32_t>(const Case&, unsigned);
+template std::vector<float> make_input<float>(const Case&, unsigned);
 
 }  // namespace scangrade

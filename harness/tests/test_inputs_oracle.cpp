@@ -29,6 +29,20 @@ TEST(Inputs, SameCaseSameInputOnEveryMachine) {
   EXPECT_EQ(a, (std::vector<std::int32_t>{-34, -68, -32, -70, -97, -64, 7, 92}));
 }
 
+TEST(Inputs, ThreadsDoNotChangeTheInput) {
+  // large cases are made by several threads, each from its own place in the stream
+  const std::size_t n = 3 * (std::size_t{1} << 20) + 5;
+  for (const ValueKind v : {ValueKind::Random, ValueKind::Large, ValueKind::Alternating}) {
+    const Case c = make_case(v, n);
+    EXPECT_EQ(make_input<std::int32_t>(c, 1), make_input<std::int32_t>(c, 7)) << name(v);
+    EXPECT_EQ(make_input<std::int32_t>(c, 1), make_input<std::int32_t>(c)) << name(v);
+  }
+  for (const ValueKind v : {ValueKind::Real, ValueKind::Random, ValueKind::Large}) {
+    const Case c = make_case(v, n, DType::Float32);
+    EXPECT_EQ(make_input<float>(c, 1), make_input<float>(c, 5)) << name(v);
+  }
+}
+
 TEST(Inputs, SeedAndIdBothChangeTheInput) {
   const auto base = make_input<std::int32_t>(make_case(ValueKind::Random, 64));
   EXPECT_NE(base, make_input<std::int32_t>(make_case(ValueKind::Random, 64, DType::Int32, 8)));
