@@ -60,6 +60,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import heapq
 import io
 import json
 import logging
@@ -244,11 +245,81 @@ class Progress:
 
 # --- the batch ------------------------------------------------------------------------------------------
 
+def previous_judge_s(stamp: Path) -> float | None:
+    """The judge's seconds the last time (an old stamp's judge phases), or None."""
+    try:
+        phases = json.loads(stamp.read_text()).get("judge_phases") or {}
+        return float(sum(phases.get(k, 0.0) for k in ("correctness", "timing", "sanitizer")))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+
+
+class Seats:
+    """The judge seats of one pool. A free seat goes to the waiting submission expected to take the
+    longest (the queue's longest-first order: a long submission started last would end the batch
+    alone), ties in the order they came."""
+
+    def __init__(self, count: int) -> None:
+        self.free = count
+        self.cond = threading.Condition()
+        self.waiting: list[tuple[float, int]] = []   # heap of (-expected seconds, arrival)
+        self.arrivals = 0
+
+    @contextlib.contextmanager
+    def seat(self, expected_s: float) -> Iterator[None]:
+        with self.cond:
+            ticket = (-expected_s, self.arrivals)
+            self.arrivals += 1
+            heapq.heappush(self.waiting, ticket)
+            while not (self.free > 0 and self.waiting[0] == ticket):
+                self.cond.wait()
+            heapq.heappop(self.waiting)
+            self.free -= 1
+            self.cond.notify_all()
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.free += 1
+                self.cond.notify_all()
+
+
+def suite_weights(suites: list[Path]) -> dict[str, float]:
+    """Per slot, what its cases cost a judge, roughly: one per case plus one per 2^22 elements (the
+    large cases dominate a slot's time). Unreadable suites weigh nothing (batch.py reports them)."""
+    weights: dict[str, float] = {}
+    for path in suites:
+        try:
+            cases = json.loads(Path(path).read_text()).get("cases", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for c in cases if isinstance(cases, list) else []:
+            if isinstance(c, dict) and isinstance(c.get("slot"), str) and isinstance(c.get("n"), int):
+                weights[c["slot"]] = weights.get(c["slot"], 0.0) + 1.0 + c["n"] / float(1 << 22)
+    return weights
+
+
+def expected_judge_s(build_json: Path, weights: dict[str, float], previous_s: float | None) -> float:
+    """How long a submission's judge is expected to take, for the queue's order: what it took the
+    last time this batch graded it (the old stamp), else the weight of the slots that compiled
+    (missing, failed and policy-stubbed slots cost nothing)."""
+    if previous_s is not None:
+        return previous_s
+    try:
+        build = json.loads(build_json.read_text())
+    except (OSError, ValueError):
+        return 0.0
+    if not isinstance(build, dict) or build.get("status") == "layout_error":
+        return 0.0
+    idle = {*build.get("missing_slots", []), *build.get("failed_slots", []), *build.get("policy_violations", {})}
+    return sum(w for slot, w in weights.items() if slot not in idle)
+
+
 @dataclass
 class Pool:
     """The judges of one GPU (or of the CPU, emulated)."""
     name: str                           # "0", "1", ... or "cpu"
-    seats: threading.BoundedSemaphore   # judges running at once
+    seats: Seats                        # judges running at once
     env: dict[str, str]
     lock_file: Path | None
     outstanding: int = 0                # judges running or waiting for a seat
@@ -281,6 +352,7 @@ class Batch:
         self.setpriv = shutil.which("setpriv")
         self.uids: queue.SimpleQueue[int] = queue.SimpleQueue()   # sandbox uids, one per running judge
         self.case_cache: Path | None = None   # made by run(), removed when it returns or raises
+        self.weights = suite_weights([*args.suite, *args.hidden_suite])   # the queue's order
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -293,9 +365,9 @@ class Batch:
             locks.mkdir(parents=True, exist_ok=True)
             for g in self.gpus:
                 env = dict(os.environ, CUDA_VISIBLE_DEVICES=g)
-                self.pools.append(Pool(g, threading.BoundedSemaphore(seats), env, locks / f"gpu{g}.lock"))
+                self.pools.append(Pool(g, Seats(seats), env, locks / f"gpu{g}.lock"))
         else:
-            self.pools.append(Pool("cpu", threading.BoundedSemaphore(seats), dict(os.environ), None))
+            self.pools.append(Pool("cpu", Seats(seats), dict(os.environ), None))
         for i in range(seats * len(self.pools)):
             self.uids.put(SANDBOX_UID_BASE + i)
 
@@ -317,7 +389,7 @@ class Batch:
             pool = min(self.pools, key=lambda p: p.outstanding)
             pool.outstanding += 1
         try:
-            with pool.seats:
+            with pool.seats.seat(expected_judge_s(st.out / "build.json", self.weights, st.previous_judge_s)):
                 st.phases["queue"] = [queued_at, self.now()]
                 st.gpu = pool.name if self.backend == "gpu" else None
                 uid = self.uids.get()
@@ -385,6 +457,7 @@ class Batch:
         if reuse:
             return
         st.out.mkdir(parents=True, exist_ok=True)
+        st.previous_judge_s = previous_judge_s(st.out / "stamp.json")
         # nothing stale may pass for this run's results: the stamp goes first
         for name in ("stamp.json", "judge.log"):
             (st.out / name).unlink(missing_ok=True)

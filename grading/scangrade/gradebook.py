@@ -57,6 +57,7 @@ class Student:
     # phase -> [start, end] in seconds since the batch started; judge_phases: the judge's own split
     phases: dict[str, list[float]] = field(default_factory=dict)
     judge_phases: dict[str, float] = field(default_factory=dict)
+    previous_judge_s: float | None = None   # what its judge took the last time (the queue's order)
 
     @property
     def results_path(self) -> Path:
