@@ -167,11 +167,16 @@ def main() -> int:
 
     # where the judges' time went, per case (summed over the submissions)
     per_case: dict[str, float] = {}
+    starts = {"worker_starts": 0, "worker_start_s": 0.0, "checker_start_s": 0.0}
     for st in record["students"]:
         results = work / "out" / "students" / st["student_id"] / "results.json"
         if results.is_file():
-            for c in json.loads(results.read_text())["cases"]:
+            graded = json.loads(results.read_text())
+            for c in graded["cases"]:
                 per_case[c["id"]] = per_case.get(c["id"], 0.0) + c["duration_s"]
+            for k in starts:
+                starts[k] += graded.get("phases", {}).get(k, 0)
+    summary["process_starts"] = starts
     slowest = sorted(per_case.items(), key=lambda kv: -kv[1])[:8]
     summary["slowest_cases_s"] = dict(slowest)
     (work / "bench.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -190,6 +195,10 @@ def main() -> int:
         wall_cell = "-" if v["wall_s"] is None else f"{v['wall_s']:.1f}"
         print(f"{phase:<12} {v['sum_s']:>10.1f} {wall_cell:>10} {v['sum_s'] / max(1, n):>12.2f}")
     print("-" * 47)
+    if starts["worker_starts"]:
+        print(f"worker starts: {starts['worker_starts']} ({starts['worker_start_s'] / starts['worker_starts']:.2f} s "
+              f"each from start to hello, spares started ahead of need); checker starts "
+              f"{starts['checker_start_s'] / max(1, n):.2f} s each")
     ok = proc.returncode == 0 and not mismatches
     print(f"{'total wall':<12} {wall:>10.1f} s for {n} submissions ({wall / max(1, n):.2f} s each); "
           f"{summary['graded']}/{n} graded, {n - len(mismatches)}/{n} verdicts as expected; "

@@ -29,6 +29,7 @@ run_gallery() { [ "$PHASE" = all ] || [ "$PHASE" = gallery ]; }
 run_batch() { [ "$PHASE" = batch ] || [ "$PHASE" = final ]; }
 run_bench() { [ "$PHASE" = bench ]; }
 ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=- exploits_rc=- bench_rc=-
+output_check_rc=- single_rc=-
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -110,6 +111,24 @@ python3 tools/bench_sandbox.py --backend gpu --build-dir "$BUILD" -n 30 -r "${SA
 fi
 
 if run_bench; then
+step "bench: one submission alone (grade.py, public suite, sanitizer on)"
+(cd "$BUILD" && ctest -R "grader/OutputCheck" --output-on-failure) >"$LOGS/output-check.log" 2>&1
+output_check_rc=$?
+s=$(date +%s%N)
+python3 grading/grade.py grading/gallery/correct_brent_kung --build-dir "$BUILD" --backend gpu --out "$LOGS/single" \
+  --quiet >"$LOGS/single.log" 2>&1
+single_rc=$?
+single_ms=$(( ($(date +%s%N) - s) / 1000000 ))
+python3 - "$LOGS/single/results.json" "$single_ms" >"$LOGS/single-phases.txt" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["phases"]
+print(f"single submission (correct_brent_kung, public suite, sanitizer on): {int(sys.argv[2]) / 1000:.1f} s wall; "
+      f"build {r['build']['seconds']:.1f} s, functional {p['correctness_s']:.1f} s, timing {p['timing_s']:.1f} s "
+      f"(inputs {p['prepare_s']:.1f} s), sanitizer {p['sanitizer_s']:.1f} s, {p.get('worker_starts', 0)} worker start(s) "
+      f"{p.get('worker_start_s', 0):.1f} s, checker start {p.get('checker_start_s', 0):.1f} s; "
+      f"score {r['score']['total']:g}/{r['score']['max_total']:g}")
+PY
 step "bench: 100 submissions from the gallery"
 python3 tools/bench_batch.py -n "${BENCH_N:-100}" --backend gpu --build-dir "$BUILD" --work "$BUILD/bench" \
   >"$LOGS/bench.log" 2>"$LOGS/bench.err"
@@ -135,11 +154,16 @@ if run_batch; then
   cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv" | column -s, -t 2>/dev/null || cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv"
   cat "$LOGS/batch-verdicts.log" "$LOGS/exploits.log" "$LOGS/sandbox-cost.log"
 fi
-run_bench && cat "$LOGS/bench.log"
-printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s\n' \
-  "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$exploits_rc" "$bench_rc"
+if run_bench; then
+  grep -E "tests passed|tests failed" "$LOGS/output-check.log" | sed 's/^/output check (device vs host rule): /'
+  cat "$LOGS/single-phases.txt"
+  cat "$LOGS/bench.log"
+fi
+printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s\n' \
+  "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$exploits_rc" "$bench_rc" \
+  "$output_check_rc" "$single_rc"
 ok() { [ "$1" = 0 ] || [ "$1" = - ]; }
 ok "$ctest_rc" && ok "$selftest_rc" && ok "$demo_rc" && ok "$gallery_rc" && ok "$batch_rc" && ok "$verdicts_rc" &&
   ok "$exploits_rc" &&
-  ok "$bench_rc" &&
+  ok "$bench_rc" && ok "$output_check_rc" && ok "$single_rc" &&
   { ! run_core || grep -q "NOT IMPLEMENTED" "$LOGS/student.log"; }
