@@ -1,0 +1,89 @@
+// Slot 3: hierarchical scan for any n over coarsened three-phase tiles of 256 threads x 16 elements
+// (4096 per block).
+//   scan_level(n): every block scans its tile and writes the tile's total; the totals are scanned
+//   exclusively, in place, by scan_level itself (2^26 -> 16384 totals -> 4 -> one tile); then
+//   every tile after the first adds its scanned total.
+// One cudaMallocAsync workspace holds the totals of every level; it is freed on the stream.
+#include <climits>
+
+#include "coarsened.cuh"
+
+namespace scangrade::student {
+namespace {
+
+constexpr unsigned kThreads = 256;
+constexpr unsigned kItems = 16;
+constexpr unsigned kTile = kThreads * kItems;
+constexpr unsigned kWords = coarse::tile_words(kThreads, kItems);
+
+// Phase 1 of the hierarchy. in may equal out: the whole tile is loaded (and a barrier passed) before
+// anything is stored, and a block touches only its own tile.
+template <typename T>
+__global__ void scan_tiles_kernel(const T* in, T* out, std::size_t n, bool inclusive, T* tile_totals) {
+  __shared__ T tile[kWords];
+  __shared__ T scratch[2 * kThreads];
+  const std::size_t base = static_cast<std::size_t>(blockIdx.x) * kTile;
+  coarse::load_tile<T, kThreads, kItems>(in, base, n, tile);
+  const T total = coarse::three_phase_tile<T, kThreads, kItems, coarse::Middle::KoggeStone>(tile, scratch);
+  coarse::store_tile<T, kThreads, kItems>(tile, base, n, inclusive, T(0), out);
+  if (tile_totals != nullptr && threadIdx.x == 0) tile_totals[blockIdx.x] = total;
+}
+
+// Phase 3: block b adds offsets[b + 1], the sum of tiles 0 .. b, to tile b + 1.
+template <typename T>
+__global__ void add_offsets_kernel(T* out, std::size_t n, const T* offsets) {
+  const std::size_t tile = static_cast<std::size_t>(blockIdx.x) + 1;
+  const T offset = offsets[tile];
+  for (unsigned k = 0; k < kItems; ++k) {
+    const std::size_t i = tile * kTile + k * kThreads + threadIdx.x;
+    if (i < n) out[i] += offset;
+  }
+}
+
+std::size_t workspace_items(std::size_t n) {
+  std::size_t items = 0;
+  for (std::size_t tiles = coarse::ceil_div(n, kTile); tiles > 1; tiles = coarse::ceil_div(tiles, kTile)) {
+    items += tiles;
+  }
+  return items;
+}
+
+template <typename T>
+void scan_level(const T* in, T* out, std::size_t n, bool inclusive, T* workspace, cudaStream_t stream) {
+  const std::size_t tiles = coarse::ceil_div(n, kTile);
+  if (tiles > static_cast<std::size_t>(INT_MAX)) throw std::invalid_argument("hierarchical_scan: n too large");
+  T* totals = tiles > 1 ? workspace : nullptr;
+  scan_tiles_kernel<T><<<static_cast<unsigned>(tiles), kThreads, 0, stream>>>(in, out, n, inclusive, totals);
+  coarse::check(cudaGetLastError(), "scan_tiles_kernel");
+  if (tiles == 1) return;
+  scan_level(totals, totals, tiles, /*inclusive=*/false, workspace + tiles, stream);
+  add_offsets_kernel<T><<<static_cast<unsigned>(tiles - 1), kThreads, 0, stream>>>(out, n, totals);
+  coarse::check(cudaGetLastError(), "add_offsets_kernel");
+}
+
+template <typename T>
+void hierarchical(const T* d_in, T* d_out, std::size_t n, ScanKind kind, cudaStream_t stream) {
+  if (n == 0) return;
+  const std::size_t items = workspace_items(n);
+  T* workspace = nullptr;
+  if (items > 0) coarse::check(cudaMallocAsync(&workspace, items * sizeof(T), stream), "cudaMallocAsync");
+  try {
+    scan_level(d_in, d_out, n, kind == ScanKind::Inclusive, workspace, stream);
+  } catch (...) {
+    if (workspace != nullptr) cudaFreeAsync(workspace, stream);
+    throw;
+  }
+  if (workspace != nullptr) coarse::check(cudaFreeAsync(workspace, stream), "cudaFreeAsync");
+}
+
+}  // namespace
+
+void hierarchical_scan(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, ScanKind kind,
+                       cudaStream_t stream) {
+  hierarchical(d_in, d_out, n, kind, stream);
+}
+void hierarchical_scan(const float* d_in, float* d_out, std::size_t n, ScanKind kind, cudaStream_t stream) {
+  hierarchical(d_in, d_out, n, kind, stream);
+}
+
+}  // namespace scangrade::student
