@@ -1,6 +1,7 @@
 // The functional pass (passes.h): every case once through the worker, checked against the oracle.
 #include <filesystem>
 #include <map>
+#include <set>
 #include <future>
 #include <iostream>
 
@@ -90,6 +91,7 @@ void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   bool capped = false;
   const double deadline = cut_at_budget(case_deadline_s(e.c), capped, e.c.slot);
   const Exchange x = exchange(*worker_, cmd, deadline, capped, log_path_);
+  ++cases_in_worker_;
   if (x.kind != Exchange::Reply) {
     memory->release();
     from_exchange(x, r);
@@ -213,6 +215,21 @@ struct Streaks {
   }
 };
 
+/// A case that failed after `before` other cases in the same worker (and after the slot passed a
+/// case at least as large) runs again alone, in a fresh worker: when it passes there, the code keeps
+/// state between calls, and the message says so (the verdict stands: the grader, like any program,
+/// calls the slot many times in one process). Once per slot.
+void rerun_alone(const Options& o, Session& session, const Entry& e, int before, CaseResult& r) {
+  session.fresh_worker();
+  const CaseResult alone = session.grade(e, case_data_for_run(e, o.case_cache, o.backend == "gpu"));
+  session.fresh_worker();  // what the next case runs in is fresh too, as before the rerun
+  if (alone.status != Status::Pass) return;
+  r.message += "\n  hint: your code keeps state between calls: this case passes when it runs alone in a fresh "
+               "process, but not after the " + std::to_string(before) + " case(s) this process ran before it. Look "
+               "for a global or static (a counter, a pointer, a flag, a cached allocation) that is not reset at the "
+               "start of each call: the grader calls your slot many times in one process";
+}
+
 }  // namespace
 
 double functional_pass(const Options& o, const Build& build, const std::string& not_run, Session* session,
@@ -231,6 +248,8 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
   };
   const auto waited = [&] { return session ? session->lock_wait_s() : 0.0; };
   Streaks streaks{o.stop_after_timeouts, o.stop_after_crashes};
+  std::set<Slot> rerun;  // slots whose first failure after other cases was run again alone
+  std::map<Slot, std::size_t> largest_passed;  // per slot, the largest n of a case that passed
   make_ahead(0);
   const auto start = Clock::now();
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -255,7 +274,14 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     } else {
       CaseData data = ahead_i == i ? ahead.get() : case_data_for_run(e, o.case_cache, device);
       make_ahead(i + 1);
+      const int before = session->cases_in_worker();
       r = session->grade(e, std::move(data));
+      // a failure after the slot passed a case at least as large: state kept between calls?
+      const auto largest = largest_passed.find(e.c.slot);
+      if ((r.status == Status::Crash || r.status == Status::Fail) && before > 0 && largest != largest_passed.end() &&
+          largest->second >= e.c.n && rerun.insert(e.c.slot).second)
+        rerun_alone(o, *session, e, before, r);
+      if (r.status == Status::Pass) largest_passed[e.c.slot] = std::max(largest_passed[e.c.slot], e.c.n);
     }
     r.duration_s = seconds_since(case_start) - (waited() - waited_before);
     streaks.record(e.c.slot, r.status);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <sstream>
+#include <csignal>
 #include <iostream>
 
 #include "protocol.h"
@@ -146,6 +148,35 @@ void Session::from_exchange(const Exchange& x, CaseResult& r) {
   if (x.kind == Exchange::Harness) errors_.push_back(x.message);
 }
 
+std::string death_hint(const ExitInfo& end, const std::string& output, std::size_t n) {
+  // a sandboxed process's death by signal S can reach the judge as exit code 128 + S
+  const int sig = end.signaled ? end.signal : end.code > 128 && end.code < 160 ? end.code - 128 : 0;
+  if (sig == SIGSEGV || sig == SIGBUS) {
+    std::string hint = "\n  hint: a segmentation fault in host code (the GPU reports its faults as CUDA errors, "
+                       "not as signals): a device pointer or a null pointer dereferenced on the host, or deep "
+                       "recursion: a recursive function whose base case is never reached overflows the stack";
+    if (n <= 1)
+      hint += ". This case has n = " + std::to_string(n) + ": does your recursion (or loop over levels) stop when "
+              "there is one block, or zero?";
+    return hint;
+  }
+  if (sig == SIGABRT) {
+    std::string failed;  // glibc: "prog: file.cu:12: void f(...): Assertion `n <= 4194304' failed."
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("Assertion") != std::string::npos || line.find("terminate called") != std::string::npos)
+        failed = trim(line);
+    if (const std::size_t at = failed.find("Assertion"); at != std::string::npos)
+      return "\n  hint: an assert() in your code failed (" + failed.substr(at) + "). The grader compiles with "
+             "assertions on; a limit your assert states is a limit of your code: the slot must handle every n";
+    if (!failed.empty())
+      return "\n  hint: the program aborted (" + failed + "): an exception nothing caught, or std::terminate";
+    return "\n  hint: the program aborted (SIGABRT): a failed assert(), an uncaught exception, or a corrupted heap "
+           "(free() of a pointer malloc did not return, a write past a host buffer)";
+  }
+  return "";
+}
+
 std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& log_path, std::uintmax_t log_from,
                        std::optional<Hello>& hello, Status& status) {
   std::string line;
@@ -225,6 +256,7 @@ bool Session::ensure_worker(CaseResult& r) {
   if (problem.empty()) {
     hello_ = h;
     failed_starts_ = 0;
+    cases_in_worker_ = 0;
     const double took = seconds_since(started);
     worker_start_s_ += took;
     ++workers_started_;
@@ -248,6 +280,13 @@ bool Session::ensure_worker(CaseResult& r) {
     start_broken_->message += " (the worker failed to start twice in a row: not started again)";
   }
   return false;
+}
+
+void Session::fresh_worker() {
+  if (!worker_) return;
+  worker_->close_stdin();
+  worker_->wait_exit(after(2.0));
+  worker_.reset();
 }
 
 void Session::drop_worker() {
@@ -288,8 +327,10 @@ Exchange Session::exchange_once(WorkerProcess& w, const Command& cmd, double dea
   const auto died = [&](const ExitInfo& end) {
     x.kind = Exchange::Died;
     x.message = "worker died: " + end.describe();
-    const std::string tail = tail_lines(read_from(log_path, log_from), 10);
+    const std::string output = read_from(log_path, log_from);
+    const std::string tail = tail_lines(output, 10);
     if (!tail.empty()) x.message += "\n  last lines of the program's output:\n" + tail;
+    x.message += death_hint(end, output, cmd.c.n);
     return x;
   };
   if (!w.send(encode(cmd))) {

@@ -126,6 +126,10 @@ class Session {
   double prepare_s() const { return prepare_s_; }
   /// Workers that said hello, and the seconds from each one's start to its hello (summed).
   int workers_started() const { return workers_started_; }
+  /// Cases the current worker has run (0: none yet, or no worker: the next case starts a fresh one).
+  int cases_in_worker() const { return worker_ ? cases_in_worker_ : 0; }
+  /// Ends the current worker (not a loss: no spare is started); the next case starts a fresh one.
+  void fresh_worker();
   double worker_start_s() const { return worker_start_s_; }
   /// Seconds the checker took to start (0: not started).
   double checker_start_s() const { return checker_start_s_; }
@@ -223,7 +227,7 @@ class Session {
   Clock::time_point budget_end_ = Clock::time_point::max();
   std::map<Slot, double> slot_budget_s_, slot_spent_s_;  // each slot's share and what its exchanges took
   double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0, worker_start_s_ = 0, checker_start_s_ = 0;
-  int workers_started_ = 0;
+  int workers_started_ = 0, cases_in_worker_ = 0;
   std::unique_ptr<CheckerProcess> checker_;  // the GPU backend's trusted side
   std::unique_ptr<CaseMemory> memory_;
   Staging timing_staging_;  // a timed case's input for the checker, when the case cache has none
@@ -240,6 +244,10 @@ class Session {
 };
 
 /// Reads a worker's hello; "" when it is fine, else the message (and sets status).
+/// A hint for a worker that died (signal, or 128 + signal from the sandbox): a segmentation fault
+/// (deep recursion at tiny n), an abort (the failed assertion's text from `output`); "" for others.
+std::string death_hint(const ExitInfo& end, const std::string& output, std::size_t n);
+
 std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& log_path, std::uintmax_t log_from,
                        std::optional<Hello>& hello, Status& status);
 

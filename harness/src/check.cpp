@@ -89,6 +89,21 @@ std::string hint(const Case& c, const std::vector<T>& input, const std::vector<d
   if (cmp.unwritten == cmp.wrong)
     return std::to_string(cmp.unwritten) + " element(s) were never written (they still hold the poison pattern " +
            "0xDEADBEEF): check the bounds of your loops and the number of blocks/threads you launch";
+  if (c.slot == Slot::Hierarchical && f >= (std::size_t{1} << 16) && (f & (f - 1)) == 0) {
+    // right up to a power of two that is a tile size squared (or cubed): the levels ran out
+    int k = 0;
+    while ((std::size_t{1} << k) < f) ++k;
+    std::string as;
+    if (k % 2 == 0) as += std::to_string(std::size_t{1} << (k / 2)) + " x " + std::to_string(std::size_t{1} << (k / 2));
+    if (k % 3 == 0) {
+      const std::string b = std::to_string(std::size_t{1} << (k / 3));
+      as += (as.empty() ? "" : ", or ") + b + " x " + b + " x " + b;
+    }
+    return "right up to out[" + std::to_string(f - 1) + "], wrong from out[" + std::to_string(f) + "]" +
+           (as.empty() ? "" : " = " + as) + " on: a missing level. A hierarchy with a fixed number of levels covers "
+           "only so many elements (one block of B threads scans at most B block sums, so two levels of tiles of B "
+           "cover B x B elements, three B x B x B): recurse, or loop over levels, until one block holds all the sums";
+  }
   if (f >= 32 && f % 32 == 0) {
     const std::size_t block = lowest_power_of_two_factor(f);
     const double restart = c.kind == ScanKind::Inclusive ? static_cast<double>(input[f]) : 0.0;
@@ -170,12 +185,26 @@ std::string element_coordinates(Slot slot, std::size_t index) {
   return out.str();
 }
 
+/// A hint for a CUDA error the slot returned, when its cause is the usual one ("" when none).
+std::string error_hint(const Case& c, const std::string& error) {
+  const bool configuration = error.find("invalid configuration") != std::string::npos;
+  const bool argument = error.find("invalid argument") != std::string::npos ||
+                        error.find("cudaErrorInvalidValue") != std::string::npos;
+  if (c.n == 0 && (configuration || argument))
+    return "\n  hint: at n = 0 a grid of (n + threads - 1) / threads = 0 blocks is not a valid launch, and a "
+           "0-byte allocation or copy may fail too: return before launching when n == 0 (there is nothing to scan)";
+  if (configuration)
+    return "\n  hint: a launch asked for a grid or block the GPU cannot run: a grid dimension of 0, more than 1024 "
+           "threads per block, or more shared memory than a block may have";
+  return "";
+}
+
 /// What the record says before its data is read (not_implemented, crash, race, not recomputed).
 template <typename T>
 std::optional<Verdict> record_verdict(const Case& c, const RunRecord<T>& run) {
   if (run.not_implemented)
     return Verdict{Status::NotImplemented, std::string(student_file(c.slot)) + " still calls not_implemented()"};
-  if (!run.error.empty()) return Verdict{Status::Crash, case_heading(c) + ": " + run.error};
+  if (!run.error.empty()) return Verdict{Status::Crash, case_heading(c) + ": " + run.error + error_hint(c, run.error)};
   if (!run.race.empty()) return Verdict{Status::Race, case_heading(c) + ": " + run.race};
   if (!run.not_recomputed.empty()) return Verdict{Status::Fail, case_heading(c) + ": " + run.not_recomputed};
   return std::nullopt;

@@ -102,7 +102,27 @@ TEST(Judge, TwoLevelHierarchyIsNamed) {
   Case c = make_case(Slot::Hierarchical, 2048 * 2048 + 1, ScanKind::Inclusive, DType::Int32, ValueKind::Ones);
   Fixture f(c);
   f.run.output.back() = 1;  // the third level was never applied
-  EXPECT_CONTAINS(f.verdict().message, "a third level");
+  EXPECT_CONTAINS(f.verdict().message, "wrong from out[4194304] = 2048 x 2048 on: a missing level");
+}
+
+TEST(Judge, ZeroBlockLaunchAtNZeroGetsItsHint) {
+  Fixture f(make_case(Slot::Hierarchical, 0));
+  f.run.error = "CUDA error after the slot call: cudaErrorInvalidConfiguration: invalid configuration argument";
+  const Verdict v = f.verdict();
+  EXPECT_EQ(v.status, Status::Crash);
+  EXPECT_CONTAINS(v.message, "return before launching when n == 0");
+  Fixture g(make_case(Slot::Hierarchical, 5000));
+  g.run.error = f.run.error;
+  EXPECT_CONTAINS(g.verdict().message, "more than 1024 threads per block");
+  g.run.error = "CUDA error after the slot call: cudaErrorLaunchFailure: unspecified launch failure";
+  EXPECT_EQ(g.verdict().message.find("hint"), std::string::npos);
+}
+
+TEST(Judge, ThreeFixedLevelsAreNamed) {
+  Case c = make_case(Slot::Hierarchical, (1 << 24) + 300, ScanKind::Inclusive, DType::Int32, ValueKind::Ones);
+  Fixture f(c);
+  for (std::size_t i = 1 << 24; i < f.c.n; ++i) f.run.output[i] -= 1 << 24;  // the offset of 256^3 never added
+  EXPECT_CONTAINS(f.verdict().message, "= 4096 x 4096, or 256 x 256 x 256 on: a missing level");
 }
 
 TEST(Judge, OnlyTheLastPartialBlockWrong) {

@@ -2,13 +2,45 @@
 // the command line.
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include "judge.h"
+#include "session.h"
 #include "sanitizer_xml.h"
 #include "scoring.h"
 #include "sha256.h"
 
 namespace scangrade::grader {
 namespace {
+
+TEST(DeathHint, SegfaultAtTinyNNamesDeepRecursion) {
+  ExitInfo segv;
+  segv.signaled = true;
+  segv.signal = SIGSEGV;
+  const std::string at_zero = death_hint(segv, "", 0);
+  EXPECT_NE(at_zero.find("deep recursion"), std::string::npos);
+  EXPECT_NE(at_zero.find("n = 0"), std::string::npos);
+  ExitInfo sandboxed;  // 128 + 11 from a sandboxed process
+  sandboxed.code = 139;
+  EXPECT_NE(death_hint(sandboxed, "", 4096).find("deep recursion"), std::string::npos);
+  EXPECT_EQ(death_hint(sandboxed, "", 4096).find("n = "), std::string::npos);
+}
+
+TEST(DeathHint, AbortQuotesTheFailedAssertion) {
+  ExitInfo abrt;
+  abrt.code = 134;
+  const std::string out = "some output\nworker: hierarchical.cu:40: void scan(): Assertion `n <= 2048 * 2048' failed.\n";
+  const std::string hint = death_hint(abrt, out, 4194305);
+  EXPECT_NE(hint.find("(Assertion `n <= 2048 * 2048' failed.)"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("the slot must handle every n"), std::string::npos);
+  EXPECT_NE(death_hint(abrt, "terminate called after throwing an instance of 'std::bad_alloc'\n", 5)
+                .find("terminate called"),
+            std::string::npos);
+  ExitInfo killed;
+  killed.signaled = true;
+  killed.signal = SIGKILL;
+  EXPECT_EQ(death_hint(killed, out, 5), "");
+}
 
 TEST(Sha256, KnownVectors) {
   // FIPS 180-4 examples (and the empty message)

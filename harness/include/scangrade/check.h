@@ -35,7 +35,7 @@ struct RunRecord {
   std::string error;               // exception text or CUDA error; non-empty means Crash
   bool context_broken = false;     // a sticky CUDA error: the process cannot run more cases
   std::string race;                // non-empty: results differ between thread orders (emulation)
-  std::string not_recomputed;      // non-empty: a repeated call left the result unwritten (emulation)
+  std::string not_recomputed;      // non-empty: a repeated call did not compute the same result (emulation)
   std::vector<T> output;           // d_out[0..n)
   std::vector<T> guard_before;     // kGuardElements right before d_out
   std::vector<T> guard_after;      // kGuardElements right after d_out[n-1]
