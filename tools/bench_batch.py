@@ -26,6 +26,7 @@ import argparse
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,7 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+READY = re.compile(r"worker \d+ ready ([0-9.]+) s after its start \(its CUDA context ([0-9.]+) s, the policy monitor ([0-9.]+) s\)")
 GALLERY = REPO / "grading" / "gallery"
 
 
@@ -176,6 +178,18 @@ def main() -> int:
                 per_case[c["id"]] = per_case.get(c["id"], 0.0) + c["duration_s"]
             for k in starts:
                 starts[k] += graded.get("phases", {}).get(k, 0)
+    # the judges' own lines: "worker N ready T s after its start (its CUDA context C s, the policy monitor M s)"
+    ready = []
+    for log in (work / "out" / "students").glob("*/judge.log"):
+        for line in log.read_text(errors="replace").splitlines():
+            m = READY.search(line)
+            if m:
+                ready.append(tuple(float(x) for x in m.groups()))
+    if ready:
+        k = len(ready)
+        starts["split"] = {"starts": k, "mean_s": sum(r[0] for r in ready) / k,
+                           "cuda_context_s": sum(r[1] for r in ready) / k, "policy_monitor_s": sum(r[2] for r in ready) / k,
+                           "max_s": max(r[0] for r in ready)}
     summary["process_starts"] = starts
     slowest = sorted(per_case.items(), key=lambda kv: -kv[1])[:8]
     summary["slowest_cases_s"] = dict(slowest)
@@ -196,9 +210,12 @@ def main() -> int:
         print(f"{phase:<12} {v['sum_s']:>10.1f} {wall_cell:>10} {v['sum_s'] / max(1, n):>12.2f}")
     print("-" * 47)
     if starts["worker_starts"]:
+        split = starts.get("split")
         print(f"worker starts: {starts['worker_starts']} ({starts['worker_start_s'] / starts['worker_starts']:.2f} s "
-              f"each from start to hello, spares started ahead of need); checker starts "
-              f"{starts['checker_start_s'] / max(1, n):.2f} s each")
+              f"each from start to hello, spares started ahead of need"
+              + (f"; of it the CUDA context {split['cuda_context_s']:.2f} s, the policy monitor "
+                 f"{split['policy_monitor_s']:.2f} s, the longest {split['max_s']:.1f} s" if split else "")
+              + f"); checker starts {starts['checker_start_s'] / max(1, n):.2f} s each")
     ok = proc.returncode == 0 and not mismatches
     print(f"{'total wall':<12} {wall:>10.1f} s for {n} submissions ({wall / max(1, n):.2f} s each); "
           f"{summary['graded']}/{n} graded, {n - len(mismatches)}/{n} verdicts as expected; "
