@@ -18,7 +18,7 @@ std::string usage_text() {
   return R"(usage: scangrade_judge --worker BIN --out results.json --submission-name NAME
                       --submission-path PATH --backend gpu|emulate [--suite FILE]...
                       [--hidden-suite FILE (--secret S | --secret-file F)]... [--build-json FILE]
-                      [--budget-s 900] [--stop-after-timeouts 3] [--stop-after-crashes 0] [--timeout-scale 1.0] [--sanitizer auto|off]
+                      [--budget-s 900] [--stop-after-timeouts 3] [--stop-after-crashes 5] [--timeout-scale 1.0] [--sanitizer auto|off]
                       [--compute-sanitizer PATH] [--only-slot SLOT] [--max-n N] [--log-limit 65536]
                       [--sandbox auto|require|off] [--bwrap PATH] [--sandbox-uid N]
                       [--gpu-lock FILE] [--baseline-cache FILE] [--case-cache DIR] [--verbose]
@@ -52,8 +52,9 @@ the student's code), checks each result against the CPU oracle and writes result
   --stop-after-timeouts K after K timeouts in a row in one slot, its remaining cases get timeout
                           without running ("not run: the K previous cases of this slot timed out")
                           (default 3; 0: never)
-  --stop-after-crashes K  the same for crashes (default 0: every case runs; a slot that crashes on
-                          small n may pass large n)
+  --stop-after-crashes K  after K crashes in a row in one slot, its remaining cases of the crashed
+                          types up to the largest crashed n get crash without running (each would
+                          start a fresh worker); larger cases still run (default 5; 0: never)
   --timeout-scale X       multiplies every deadline (default 1.0). Per-case deadline: the suite's
                           timeout_s, else gpu 10 s + 50 ns*n, emulate 20 s + 3 us*n
   --sanitizer auto|off    auto (default): on gpu, cases with a "sanitize" list that passed are run

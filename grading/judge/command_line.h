@@ -23,7 +23,7 @@ struct Options {
   std::string build_json;
   double budget_s = 900;
   std::size_t stop_after_timeouts = 3;    // a slot's remaining cases are not run after this many timeouts in a row (0: never)
-  std::size_t stop_after_crashes = 0;     // likewise for crashes (0, the default: every case runs)
+  std::size_t stop_after_crashes = 5;     // after this many crashes in a row, the slot's cases of those types up to that n are not run (0: never)
   double timeout_scale = 1.0;
   bool sanitizer = true;                  // --sanitizer auto|off
   std::string compute_sanitizer;          // explicit path; else looked up in PATH

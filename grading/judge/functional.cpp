@@ -189,29 +189,45 @@ void Session::policy_finding(const Entry& e, const CheckReply& reply, CaseResult
 
 namespace {
 
-/// The stop rule: after K timeouts (or crashes) in a row in one slot, its remaining cases take that
-/// status without running (each would wait out its deadline or start a fresh worker again).
+/// The stop rule. After K timeouts in a row in one slot, its remaining cases take that status
+/// without running (each would wait out its deadline). After K crashes in a row, its remaining cases
+/// of the crashed types up to the largest crashed n do (each would start a fresh worker to crash the
+/// same way); its larger cases still run (a slot that crashes on small n may pass large n).
 struct Streaks {
   std::size_t max_timeouts, max_crashes;
-  std::map<Slot, std::pair<Status, std::size_t>> run;  // per slot: the status repeated, how often
+  struct Run {
+    Status status = Status::Pass;
+    std::size_t count = 0, max_n = 0;  // max_n: the largest n that crashed (cases that ran)
+    std::set<DType> dtypes;
+  };
+  std::map<Slot, Run> run;
 
-  void record(Slot slot, Status s) {
-    auto& [status, count] = run[slot];
-    count = (s == status) ? count + 1 : 1;
-    status = s;
+  void record(const Entry& e, Status s, bool ran) {
+    Run& r = run[e.c.slot];
+    if (s != r.status) r = Run{s};
+    ++r.count;
+    if (ran && s == Status::Crash) {
+      r.max_n = std::max(r.max_n, e.c.n);
+      r.dtypes.insert(e.c.dtype);
+    }
   }
-  Status status(Slot slot) const { return run.at(slot).first; }
-  /// "" while the slot's cases run; else why its next case does not
-  std::string stops(Slot slot) const {
-    const auto it = run.find(slot);
+  Status status(Slot slot) const { return run.at(slot).status; }
+  /// "" while the entry runs; else why it does not
+  std::string stops(const Entry& e) const {
+    const auto it = run.find(e.c.slot);
     if (it == run.end()) return "";
-    const auto [status, count] = it->second;
-    const std::size_t limit = status == Status::Timeout ? max_timeouts : status == Status::Crash ? max_crashes : 0;
-    if (limit == 0 || count < limit) return "";
-    const std::string what = status == Status::Timeout ? "timed out" : "crashed";
-    return "not run: the " + std::to_string(limit) + " previous cases of this slot " + what +
-           " (a slot's remaining cases are not run after " + std::to_string(limit) + " in a row; the other slots are "
-           "graded as usual)";
+    const Run& r = it->second;
+    if (r.status == Status::Timeout && max_timeouts > 0 && r.count >= max_timeouts)
+      return "not run: the " + std::to_string(max_timeouts) + " previous cases of this slot timed out (a slot's "
+             "remaining cases are not run after " + std::to_string(max_timeouts) + " timeouts in a row; the other "
+             "slots are graded as usual)";
+    if (r.status == Status::Crash && max_crashes > 0 && r.count >= max_crashes && r.dtypes.count(e.c.dtype) &&
+        e.c.n <= r.max_n)
+      return "not run: the " + std::to_string(r.count) + " previous cases of this slot crashed, up to n = " +
+             std::to_string(r.max_n) + "; after " + std::to_string(max_crashes) + " crashes in a row its other " +
+             std::string(name(e.c.dtype)) + " cases up to that n are not run (each would start a fresh process "
+             "to crash the same way), its larger cases run as usual";
+    return "";
   }
 };
 
@@ -257,6 +273,7 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     CaseResult& r = results[i];
     const auto case_start = Clock::now();
     const double waited_before = waited();
+    bool ran = false;
     if (auto verdict = build.verdict(e)) {
       r = std::move(*verdict);
     } else if (!not_run.empty() || !session) {
@@ -265,7 +282,7 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     } else if (session->budget_exhausted(e.c.slot)) {
       r.status = Status::Timeout;
       r.message = session->budget_message(e.c.slot);
-    } else if (const std::string why = streaks.stops(e.c.slot); !why.empty()) {
+    } else if (const std::string why = streaks.stops(e); !why.empty()) {
       r.status = streaks.status(e.c.slot);
       r.message = why;
     } else if (const std::string evidence = session->policy_evidence(e.c.slot); !evidence.empty()) {
@@ -276,6 +293,7 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
       make_ahead(i + 1);
       const int before = session->cases_in_worker();
       r = session->grade(e, std::move(data));
+      ran = true;
       // a failure after the slot passed a case at least as large: state kept between calls?
       const auto largest = largest_passed.find(e.c.slot);
       if ((r.status == Status::Crash || r.status == Status::Fail) && before > 0 && largest != largest_passed.end() &&
@@ -284,7 +302,7 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
       if (r.status == Status::Pass) largest_passed[e.c.slot] = std::max(largest_passed[e.c.slot], e.c.n);
     }
     r.duration_s = seconds_since(case_start) - (waited() - waited_before);
-    streaks.record(e.c.slot, r.status);
+    streaks.record(e, r.status, ran);
     if (!e.c.sanitize.empty() && r.sanitizer.is_null()) {
       // filled in by the sanitizer pass when it runs this case
       r.sanitizer = {{"tools", e.c.sanitize}, {"ran", false}, {"findings", json::array()}};

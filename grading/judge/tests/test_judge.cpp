@@ -185,6 +185,36 @@ TEST_F(Judge, AHangingBonusSlotCostsTheOtherSlotsNothing) {
   expect_no_process_left();
 }
 
+TEST_F(Judge, CrashesInARowSkipOnlyTheCasesThatWouldCrashTheSameWay) {
+  // hierarchical crashes for n <= 2048: after 5 crashes in a row its other int32 cases up to the
+  // largest crashed n are not run; a float32 case, and a larger int32 case, still run
+  std::string cases;
+  const auto add = [&](const std::string& dtype, int n) {
+    cases += R"({"id": "h.)" + dtype + ".n" + std::to_string(n) + R"(", "slot": "hierarchical", "dtype": ")" + dtype +
+             R"(", "kind": "inclusive", "n": )" + std::to_string(n) + R"(, "values": "random", "seed": 9, "why": "x"},)";
+  };
+  for (int n = 110; n >= 104; --n) add("int32", n);
+  add("float32", 100);
+  add("int32", 5000);
+  add("int32", 103);
+  cases.pop_back();
+  write_text(suite_, R"({"suite": "crashes", "version": 1, "cases": [)" + cases + "]}");
+  const Result r = judge(worker("--mode crash_small=hierarchical"), "");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  for (int n = 110; n >= 104; --n) {
+    const json& c = case_of(r.results, "h.int32.n" + std::to_string(n));
+    EXPECT_EQ(c["status"], "crash");
+    EXPECT_EQ(contains(c["message"], "not run: the"), n <= 105) << n << ": " << c["message"];
+    if (n == 105) EXPECT_TRUE(contains(c["message"], "crashed, up to n = 110")) << c["message"];
+  }
+  EXPECT_TRUE(contains(case_of(r.results, "h.float32.n100")["message"], "worker died"));  // ran
+  EXPECT_EQ(case_of(r.results, "h.int32.n5000")["status"], "pass");
+  // the pass ended the streak: a smaller case runs again
+  EXPECT_TRUE(contains(case_of(r.results, "h.int32.n103")["message"], "worker died"));
+  expect_no_process_left();
+}
+
 TEST_F(Judge, HiddenSuiteSeedsUseTheSecretWhichIsNeverWritten) {
   const std::string secret = "s3cr3t-instructor-value";
   const auto inputs = [&]() {
