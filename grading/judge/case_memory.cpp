@@ -108,10 +108,14 @@ class CheckerMemory : public CaseMemory {
     return "";
   }
   bool verified(ScanKind kind, DType dtype, std::string& error) override {
-    const json reply = checker_.request({{"op", "check"},
-                                         {"kind", std::string(name(kind))},
-                                         {"dtype", std::string(name(dtype))}},
-                                        {});
+    json reply;
+    try {
+      reply = checker_.request({{"op", "check"}, {"kind", std::string(name(kind))}, {"dtype", std::string(name(dtype))}},
+                               {});
+    } catch (const std::exception& ex) {  // the checker is gone: a harness fault, not the submission's
+      error = std::string("the checker could not check the case: ") + ex.what();
+      return false;
+    }
     if (reply.contains("error")) {
       error = "the checker could not check the case: " + reply["error"].get<std::string>();
       return false;
