@@ -5,6 +5,9 @@
                              [--judges-per-gpu N] [--max-n N] [--budget-s S] [--formats all|none|LIST]
                              [--resume | --no-resume] [--threshold FRACTION]
     python3 grading/batch.py --repos FILE [--deadline ISO-8601] --out DIR [same options]
+    python3 grading/batch.py SUBMISSIONS_DIR --out DIR --slurm --backend gpu|emulate [--tasks N]
+                             [--partition P] [--account A] [--time T] [--gpus-per-task N] [--array-parallel M]
+                             [--sbatch-arg=FLAG]... [--no-wait] [same options]
 
 SUBMISSIONS_DIR holds one entry per student: a folder, a .zip or a .tar.gz/.tgz (anything else is listed
 too, with a layout_error). Each is graded exactly like grade.py grades one submission (layout check,
@@ -48,17 +51,33 @@ the submission's content hash, the suites' sha256s, the harness version (toolcha
 backend, --max-n, --budget-s and a fingerprint of the secret (a salted hash, never the secret). A
 student without a stamp (killed mid-way, or the grader failed) is graded again.
 
-Gradebook columns: see scangrade/gradebook.py.
+Slurm (--slurm): the students to grade are split into --tasks shards of about equal expected work
+(the judge's time at their last grading, else the suites' weight of their slots) and ONE array job is
+submitted (sbatch --parsable): task K runs this command with --plan OUT/slurm/<run>/plan.json on
+shard K, a local batch of those students on the GPUs Slurm gave it (--gres=gpu:N, CUDA_VISIBLE_DEVICES)
+into the same DIR/students/ with the same stamps and resume rule, and no gradebook. A second job
+(--dependency=afterany:<array job>) runs --slurm-finish: the gradebook and report from what was
+graded; a student whose task ended first (scancel, time limit, node lost) has run `not_run` and its
+task's Slurm state (sacct, else scontrol). By default this command waits, with a progress line, and
+writes them itself; --no-wait returns once the jobs are submitted. Running the same command again
+grades only the students without a matching stamp. DIR/slurm/<run>/ keeps the plan, the two job
+scripts, logs/ (each task's output) and records/ (each task's finished students).
 
-Exit status: 0 every entry graded; 1 (--repos) every entry taken was graded but some repository
-could not be taken (its row's repo_error says why); 2 bad input (usage, missing or malformed suite); 3 the grader is
-not built, or some entry could not be graded (internal_error rows: see their judge.log).
+Gradebook columns: see scangrade/gradebook.py (run: graded, reused, not_taken (--repos), not_run (--slurm)).
+
+Exit status: 0 every entry graded (--slurm --no-wait: both jobs submitted); 1 (--repos) every entry
+taken was graded but some repository could not be taken (its row's repo_error says why); 2 bad input
+(usage, missing or malformed suite); 3 the grader is not built, or some entry could not be graded
+(internal_error rows: see their judge.log); 4 (--slurm) sbatch refused the job (its message is
+printed; nothing was submitted or changed), a run of this class is still in the queue, or some Slurm
+task ended before grading all its students (rerun the same command to grade only those).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import hashlib
 import heapq
 import io
@@ -68,6 +87,8 @@ import os
 import queue
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -90,6 +111,7 @@ from .grade import (JUDGE_GRACE_S, GradeJob, JudgeSeat, add_sandbox_arguments, g
 from .gradebook import Student, flags_of, gradebook_rows, phase_totals, write_atomic, write_gradebook
 from .lms import Entry, discover
 from . import repos as repomod
+from . import slurm
 from .vocab import EXIT_BAD_INPUT, EXIT_INTERNAL
 
 REPO = Path(__file__).resolve().parents[2]
@@ -315,6 +337,38 @@ def expected_judge_s(build_json: Path, weights: dict[str, float], previous_s: fl
     return sum(w for slot, w in weights.items() if slot not in idle)
 
 
+def stamp_base(args: argparse.Namespace, toolchain: dict, backend: str) -> dict:
+    """What every student's stamp holds besides the submission's hash: the run's settings."""
+    secret = args.secret_file.read_text().rstrip("\r\n") if args.secret_file else None
+    return {
+        "stamp_version": STAMP_VERSION,
+        "suites": [sha256_file(s) for s in args.suite],
+        "hidden_suites": [sha256_file(s) for s in args.hidden_suite],
+        "secret_fingerprint": secret_fingerprint(secret),
+        "harness_version": str(toolchain.get("version", "")),
+        "backend": backend,
+        "max_n": args.max_n,
+        "budget_s": args.budget_s,
+    }
+
+
+def current_stamp(st: Student) -> dict | None:
+    """The student's stamp.json when it matches st.stamp and vouches for results.json as it is now
+    (byte for byte: not a file written since), else None."""
+    try:
+        old = json.loads((st.out / "stamp.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(old, dict) or old.get("stamp") != st.stamp:
+        return None
+    try:
+        if old.get("results_sha256") != file_sha256(st.results_path):
+            return None
+    except OSError:
+        return None
+    return old
+
+
 @dataclass
 class Pool:
     """The judges of one GPU (or of the CPU, emulated)."""
@@ -333,17 +387,10 @@ class Batch:
         self.t0 = time.monotonic()
         self.log_lock = threading.Lock()
         self.cpu_slots = threading.BoundedSemaphore(args.jobs)
-        self.secret = args.secret_file.read_text().rstrip("\r\n") if args.secret_file else None
-        self.stamp_base = {
-            "stamp_version": STAMP_VERSION,
-            "suites": [sha256_file(s) for s in args.suite],
-            "hidden_suites": [sha256_file(s) for s in args.hidden_suite],
-            "secret_fingerprint": secret_fingerprint(self.secret),
-            "harness_version": str(toolchain.get("version", "")),
-            "backend": backend,
-            "max_n": args.max_n,
-            "budget_s": args.budget_s,
-        }
+        self.stamp_base = stamp_base(args, toolchain, backend)
+        self.wall0 = time.time()   # t0 on the wall clock (a Slurm run lines up its tasks' phases with it)
+        self.log_path = args.out / "batch.log"   # one line per finished student (a Slurm task: its records file)
+        self.locks = args.out / "locks"          # GPU locks and baseline caches (a Slurm task: its own)
         self.private = Path(tempfile.mkdtemp(prefix="scangrade-batch-"))
         os.chmod(self.private, 0o700)
         self.pools: list[Pool] = []
@@ -359,7 +406,7 @@ class Batch:
 
     # pools ----------------------------------------------------------------------------------------------
     def make_pools(self) -> None:
-        locks = self.args.out / "locks"
+        locks = self.locks
         seats = self.args.judges_per_gpu
         if self.backend == "gpu":
             locks.mkdir(parents=True, exist_ok=True)
@@ -414,18 +461,17 @@ class Batch:
                 pool.outstanding -= 1
 
     # one student --------------------------------------------------------------------------------------------
+    def stamp(self, st: Student) -> None:
+        """This run's stamp for the student: the settings and the submission's content hash."""
+        try:
+            st.stamp = dict(self.stamp_base, submission_sha256=content_hash(st.entry.path))
+        except OSError as exc:
+            st.stamp = dict(self.stamp_base, submission_sha256=f"unreadable: {exc}")
+
     def reusable(self, st: Student) -> bool:
         """The stamp matches and the results are readable: nothing to grade again."""
-        try:
-            old = json.loads((st.out / "stamp.json").read_text())
-        except (OSError, ValueError):
-            return False
-        if not isinstance(old, dict) or old.get("stamp") != st.stamp:
-            return False
-        try:   # the results the stamp vouches for, byte for byte (not a file written since)
-            if old.get("results_sha256") != file_sha256(st.results_path):
-                return False
-        except OSError:
+        old = current_stamp(st)
+        if old is None:
             return False
         try:
             st.results = load_results(st.results_path, validate=False)
@@ -448,10 +494,7 @@ class Batch:
     def grade(self, st: Student) -> None:
         """Hash; reuse, or grade (grade.grade_one) and stamp."""
         start = self.now()
-        try:
-            st.stamp = dict(self.stamp_base, submission_sha256=content_hash(st.entry.path))
-        except OSError as exc:
-            st.stamp = dict(self.stamp_base, submission_sha256=f"unreadable: {exc}")
+        self.stamp(st)
         reuse = self.args.resume and self.reusable(st)
         st.phases["hash"] = [start, self.now()]
         if reuse:
@@ -493,11 +536,15 @@ class Batch:
         if st.error and not st.flags:
             st.flags = ["internal_error"]
         with self.log_lock:
-            with open(self.args.out / "batch.log", "a") as f:
+            with open(self.log_path, "a") as f:
                 f.write(json.dumps(st.record()) + "\n")
         self.progress.finished(st)
 
     # the whole batch ----------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Remove the private folder (run() does it itself; for a Batch only asked about stamps)."""
+        shutil.rmtree(self.private, ignore_errors=True)
+
     def run(self, entries: list[Entry]) -> list[Student]:
         students = [Student(e, self.args.out / "students" / e.student_id) for e in entries]
         self.progress = Progress(len(students), enabled=not self.args.quiet)
@@ -570,11 +617,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="instructor suite whose seeds are mixed with the secret (repeatable)")
     parser.add_argument("--secret-file", type=Path, help="file holding the instructor secret (with --hidden-suite)")
     parser.add_argument("--backend", choices=["auto", "gpu", "emulate"], default="auto",
-                        help="gpu, CPU emulation, or auto: gpu when nvidia-smi -L lists a GPU (default)")
+                        help="gpu, CPU emulation, or auto: gpu when nvidia-smi -L lists a GPU (default; not with --slurm)")
     parser.add_argument("--build-dir", type=Path, default=REPO / "build",
                         help="the CMake build folder holding grading/toolchain.json (default: build/)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="CPU slots: submissions compiled at once, and emulated judges (default: CPU count)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="CPU slots: submissions compiled at once, and emulated judges (default: the CPUs Slurm "
+                             "gave this job inside an allocation, else the CPU count; --slurm: each task's "
+                             "--cpus-per-task)")
     parser.add_argument("--gpus", default="auto", help="auto (CUDA_VISIBLE_DEVICES, else nvidia-smi -L) or a "
                         "comma list of GPU indices; one judge pool and one GPU lock per GPU")
     parser.add_argument("--judges-per-gpu", type=int, default=None,
@@ -591,12 +640,44 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a passing fraction of max_total (0..1): fills gradebook column meets_threshold")
     add_sandbox_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    cluster = parser.add_argument_group(
+        "Slurm", "grade on a Slurm cluster: one array job over shards of the class, then the gradebook (README, "
+                 "'Grading a whole class on a Slurm cluster'). OUT, the submissions and the build folder must be on "
+                 "a filesystem every node mounts at the same path")
+    cluster.add_argument("--slurm", action="store_true",
+                         help="submit the grading to Slurm (sbatch) instead of grading on this machine; needs "
+                              "--backend gpu or emulate")
+    cluster.add_argument("--tasks", type=int, help="array tasks, i.e. shards of the students to grade (default: one "
+                         f"per {slurm.STUDENTS_PER_TASK} students)")
+    cluster.add_argument("--partition", help="sbatch --partition for both jobs")
+    cluster.add_argument("--account", help="sbatch --account for both jobs")
+    cluster.add_argument("--time", help="time limit of each array task and of the finishing job (sbatch --time, "
+                         "e.g. 1:00:00)")
+    cluster.add_argument("--gpus-per-task", type=int, default=None,
+                         help="GPUs per array task, requested as --gres=gpu:N (default: 1 on the gpu backend; "
+                              "the emulate backend requests none)")
+    cluster.add_argument("--array-parallel", type=int, metavar="M",
+                         help="at most M array tasks running at once (--array=0-K%%M)")
+    cluster.add_argument("--sbatch-arg", action="append", default=[], metavar="FLAG",
+                         help="one more sbatch flag for both jobs, written with '=': --sbatch-arg=--qos=short "
+                              "(repeatable)")
+    cluster.add_argument("--wait", action=argparse.BooleanOptionalAction, default=True,
+                         help="wait for the array job with a progress line, then write the gradebook here (default); "
+                              "--no-wait: return once submitted, the dependent job writes the gradebook")
+    cluster.add_argument("--poll-s", type=float, default=15,
+                         help="seconds between progress checks while waiting (default: %(default)s)")
+    cluster.add_argument("--slurm-finish", action="store_true",
+                         help="write the gradebook and report of OUT's last Slurm run from what its tasks graded "
+                              "(the dependent job runs this; by hand: only --out is needed)")
+    cluster.add_argument("--plan", type=Path, help="a run's OUT/slurm/<run>/plan.json: grade one shard of it (what each "
+                         "array task runs), or with --slurm-finish finish that run")
+    cluster.add_argument("--shard", type=int, help="with --plan: the shard to grade (default: $SLURM_ARRAY_TASK_ID)")
     args = parser.parse_args(argv)
     try:
         args.formats = parse_formats(args.formats)
     except ValueError as exc:
         parser.error(str(exc))
-    if (args.submissions is None) == (args.repos is None):
+    if not args.slurm_finish and (args.submissions is None) == (args.repos is None):
         parser.error("give either SUBMISSIONS_DIR or --repos FILE")
     if args.repos is None and (args.deadline or args.git_config):
         parser.error("--deadline and --git-config apply to --repos")
@@ -609,7 +690,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--hidden-suite needs --secret-file")
     if args.secret_file and not args.hidden_suite:
         parser.error("--secret-file only applies to --hidden-suite")
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         parser.error("--jobs must be at least 1")
     if args.judges_per_gpu is not None and args.judges_per_gpu < 1:
         parser.error("--judges-per-gpu must be at least 1")
@@ -619,10 +700,45 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error("--threshold is a fraction between 0 and 1")
     if args.gpus != "auto" and not re.fullmatch(r"\d+(,\d+)*", args.gpus):
         parser.error("--gpus: auto or a comma list of indices such as 0,1")
+    check_slurm_args(parser, args)
+    args.jobs_given = args.jobs   # before any default: the Slurm tasks' --cpus-per-task
     args.suite = [s.resolve() for s in (args.suite or [REPO / "testcases" / "public.json"])]
     args.hidden_suite = [s.resolve() for s in args.hidden_suite]
     args.out = args.out.resolve()
     return args
+
+
+def check_slurm_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    modes = [name for name, on in (("--slurm", args.slurm), ("--slurm-finish", args.slurm_finish),
+                                   ("--plan", args.plan is not None and not args.slurm_finish)) if on]
+    if len(modes) > 1:
+        parser.error(f"{' and '.join(modes)} do not go together")
+    submit_only = {"--tasks": args.tasks, "--partition": args.partition, "--account": args.account,
+                   "--time": args.time, "--gpus-per-task": args.gpus_per_task, "--array-parallel": args.array_parallel,
+                   "--sbatch-arg": args.sbatch_arg or None}
+    given = [flag for flag, value in submit_only.items() if value is not None]
+    if given and not args.slurm:
+        parser.error(f"{', '.join(given)} apply to --slurm")
+    if args.shard is not None and args.plan is None:
+        parser.error("--shard needs --plan")
+    if not args.slurm:
+        return
+    if args.backend == "auto":
+        parser.error("--slurm needs --backend gpu or --backend emulate (the grading nodes, not this one, decide "
+                     "what auto would mean)")
+    if args.gpus != "auto":
+        parser.error("--slurm: Slurm chooses each task's GPUs (CUDA_VISIBLE_DEVICES); use --gpus-per-task")
+    if args.gpus_per_task is None:
+        args.gpus_per_task = 1 if args.backend == "gpu" else 0
+    if args.backend == "gpu" and args.gpus_per_task < 1:
+        parser.error("--backend gpu needs --gpus-per-task 1 or more")
+    if args.backend == "emulate" and args.gpus_per_task:
+        parser.error("--backend emulate grades on CPUs: leave out --gpus-per-task")
+    for flag, value in (("--tasks", args.tasks), ("--array-parallel", args.array_parallel)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be at least 1")
+    if args.poll_s <= 0:
+        parser.error("--poll-s must be positive")
 
 
 def preflight(judge: Path, args: argparse.Namespace, backend: str, private: Path) -> str | None:
@@ -642,47 +758,71 @@ def preflight(judge: Path, args: argparse.Namespace, backend: str, private: Path
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    logsetup.setup("batch", args.quiet)
-    logging.getLogger("scangrade.grade").setLevel(logging.WARNING)   # no per-student chatter
+class Stop(Exception):
+    """Ends the command with an exit status and a message (batch.py's fail)."""
 
-    def fail(code: int, msg: str) -> int:
-        log.error("%s", msg)
-        return code
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
+
+@dataclass
+class Setup:
+    """What the command works with once its inputs are checked."""
+    toolchain: dict
+    judge: Path
+    backend: str
+    recipe: Recipe
+    entries: list[Entry]
+    intakes: list[repomod.Intake]
+
+
+def resolve_jobs(args: argparse.Namespace) -> None:
+    """--jobs, else the CPUs Slurm gave this job (inside an allocation), else the CPU count."""
+    if args.jobs is not None:
+        return
+    for var in ("SLURM_CPUS_PER_TASK", "SLURM_CPUS_ON_NODE"):
+        value = os.environ.get(var, "")
+        if value.isdigit() and int(value) > 0:
+            args.jobs = int(value)
+            return
+    args.jobs = os.cpu_count() or 1
+
+
+def load_inputs(args: argparse.Namespace) -> tuple[dict, Path, str, Recipe]:
+    """The suites and secret exist, and the grader is built: its toolchain, judge, backend and recipe."""
+    for suite in [*args.suite, *args.hidden_suite]:
+        if not suite.is_file():
+            raise Stop(EXIT_BAD_INPUT, f"suite {suite} not found")
+    if args.secret_file and not args.secret_file.is_file():
+        raise Stop(EXIT_BAD_INPUT, f"secret file {args.secret_file} not found")
+    try:
+        return load_grader(args.build_dir, args.backend, args.sandbox, args.bwrap)
+    except ToolchainError as exc:
+        raise Stop(EXIT_INTERNAL, str(exc)) from None
+
+
+def prepare(args: argparse.Namespace) -> Setup:
+    """Check the inputs, run the preflight judge, take the class (a folder's entries, or the
+    repositories' commits)."""
+    specs: list[repomod.RepoSpec] = []
     if args.repos is not None:
         try:
             specs = repomod.parse_repo_list(args.repos)
         except repomod.RepoListError as exc:
-            return fail(EXIT_BAD_INPUT, str(exc))
+            raise Stop(EXIT_BAD_INPUT, str(exc)) from None
         if not specs:
-            return fail(EXIT_BAD_INPUT, f"{args.repos} lists no repository")
+            raise Stop(EXIT_BAD_INPUT, f"{args.repos} lists no repository")
         args.submissions = args.out / "submissions"
     if args.repos is None and not args.submissions.is_dir():
-        return fail(EXIT_BAD_INPUT, f"{args.submissions} is not a folder")
-    for suite in [*args.suite, *args.hidden_suite]:
-        if not suite.is_file():
-            return fail(EXIT_BAD_INPUT, f"suite {suite} not found")
-    if args.secret_file and not args.secret_file.is_file():
-        return fail(EXIT_BAD_INPUT, f"secret file {args.secret_file} not found")
-    try:
-        toolchain, judge, backend, recipe = load_grader(args.build_dir, args.backend, args.sandbox, args.bwrap)
-    except ToolchainError as exc:
-        return fail(EXIT_INTERNAL, str(exc))
-    gpus: list[str] = []
-    if backend == "gpu":
-        gpus = detect_gpus() if args.gpus == "auto" else args.gpus.split(",")
-        if not gpus:
-            return fail(EXIT_INTERNAL, "--backend gpu but no GPU found (nvidia-smi -L); give --gpus 0 to force")
-    if args.judges_per_gpu is None:
-        args.judges_per_gpu = max(1, args.jobs // len(gpus)) if gpus else args.jobs
-
+        raise Stop(EXIT_BAD_INPUT, f"{args.submissions} is not a folder")
+    toolchain, judge, backend, recipe = load_inputs(args)
+    resolve_jobs(args)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="scangrade-preflight-") as tmp:
         problem = preflight(judge, args, backend, Path(tmp))
     if problem:
-        return fail(EXIT_BAD_INPUT, problem)
+        raise Stop(EXIT_BAD_INPUT, problem)
     intakes: list[repomod.Intake] = []
     if args.repos is not None:
         intakes = repomod.take_class(specs, args.deadline, args.submissions, jobs=args.jobs,
@@ -694,25 +834,34 @@ def main(argv: list[str] | None = None) -> int:
     else:
         entries = discover(args.submissions, {args.out})
     if not entries and not intakes:
-        return fail(EXIT_BAD_INPUT, f"{args.submissions} holds no submissions")
-    where = f"{len(gpus)} GPU(s) {','.join(gpus)}, {args.judges_per_gpu} judge(s) each" if gpus else \
-        f"{args.judges_per_gpu} emulated judge(s)"
-    log.info("%d submission(s), backend %s, %d CPU slot(s), %s", len(entries), backend, args.jobs, where)
+        raise Stop(EXIT_BAD_INPUT, f"{args.submissions} holds no submissions")
+    return Setup(toolchain, judge, backend, recipe, entries, intakes)
 
-    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    batch = Batch(args, toolchain, recipe, backend, gpus)
-    if entries:
-        students = batch.run(entries)
-    else:   # no repository could be taken
-        students = []
-        shutil.rmtree(batch.private, ignore_errors=True)
+
+def pick_gpus(args: argparse.Namespace, backend: str) -> list[str]:
+    gpus: list[str] = []
+    if backend == "gpu":
+        gpus = detect_gpus() if args.gpus == "auto" else args.gpus.split(",")
+        if not gpus:
+            raise Stop(EXIT_INTERNAL, "--backend gpu but no GPU found (nvidia-smi -L); give --gpus 0 to force")
+    if args.judges_per_gpu is None:
+        args.judges_per_gpu = max(1, args.jobs // len(gpus)) if gpus else args.jobs
+    return gpus
+
+
+def write_class(args: argparse.Namespace, students: list[Student], intakes: list[repomod.Intake], head: dict,
+                n_gpus: int, not_run: frozenset[str] = frozenset()) -> int:
+    """The class's files from its students: gradebook.csv, batch.json (head first) and report.html;
+    a summary on stderr. Returns the exit status."""
     # a repository that could not be taken: a row saying why, nothing graded
-    students += [Student(Entry(it.spec.name, args.submissions / it.spec.name, "repository", it.spec.name, "git"),
-                         args.out / "students" / it.spec.name, outcome="not_graded", error=it.error)
-                 for it in intakes if it.error]
-    wall = time.monotonic() - batch.t0
-
+    students = students + [
+        Student(Entry(it.spec.name, args.submissions / it.spec.name, "repository", it.spec.name, "git"),
+                args.out / "students" / it.spec.name, outcome="not_graded", error=it.error)
+        for it in intakes if it.error]
     columns, rows = gradebook_rows(students, args.out, args.threshold)
+    for row in rows:
+        if row["student_id"] in not_run:
+            row["run"] = "not_run"
     if intakes:   # the repository columns go last: the folder batch's columns keep their places
         by_name = {it.spec.name: it for it in intakes}
         columns = [*columns, *repomod.GRADEBOOK_COLUMNS]
@@ -722,13 +871,10 @@ def main(argv: list[str] | None = None) -> int:
             if it.error:
                 row["run"] = "not_taken"
     write_gradebook(args.out / "gradebook.csv", columns, rows)
-    totals = phase_totals(students, len(gpus))
-    record = {"started_at": started_at, "wall_s": round(wall, 3), "backend": backend, "gpus": gpus,
-              "jobs": args.jobs, "judges_per_gpu": args.judges_per_gpu,
-              "suites": [str(s) for s in args.suite], "hidden_suites": [str(s) for s in args.hidden_suite],
+    record = {**head, "suites": [str(s) for s in args.suite], "hidden_suites": [str(s) for s in args.hidden_suite],
               "max_n": args.max_n, "budget_s": args.budget_s, "threshold": args.threshold,
-              "stamp": batch.stamp_base, "phase_totals": totals,
-              **({"repos": {"list": str(args.repos.resolve()),
+              "stamp": head.get("stamp"), "phase_totals": phase_totals(students, n_gpus),
+              **({"repos": {"list": str(args.repos.resolve()) if args.repos else None,
                             "deadline": args.deadline.isoformat() if args.deadline else None,
                             "repositories": [it.record() for it in intakes]}} if intakes else {}),
               "students": [st.record() for st in sorted(students, key=lambda s: s.entry.student_id)]}
@@ -738,15 +884,401 @@ def main(argv: list[str] | None = None) -> int:
     untaken = [it for it in intakes if it.error]
     bad = [st for st in students if st.outcome != "graded" and st.entry.kind != "repository"]
     reused = sum(st.reused for st in students)
-    log.info("%d submission(s) in %s (%d reused, %d not graded)", len(students), tqdm.format_interval(wall),
-             reused, len(bad))
+    log.info("%d submission(s) in %s (%d reused, %d not graded)", len(students),
+             tqdm.format_interval(head.get("wall_s") or 0), reused, len(bad))
     log.info("%s", args.out / "gradebook.csv")
     log.info("%s", args.out / "report.html")
     for st in bad:
         log.info("NOT GRADED %s (%s): %s", st.entry.student_id, st.entry.raw_name, st.error or "internal error")
     for it in untaken:
         log.info("NOT TAKEN %s (%s): %s", it.spec.name, it.spec.url, it.error)
-    return EXIT_INTERNAL if bad else EXIT_REPOS_NOT_TAKEN if untaken else EXIT_OK
+    if not_run:
+        log.info("%d student(s) not graded because their Slurm task ended first: run the same command again to "
+                 "grade only them", len(not_run))
+    return EXIT_SLURM if not_run else EXIT_INTERNAL if bad else EXIT_REPOS_NOT_TAKEN if untaken else EXIT_OK
+
+
+def run_local(args: argparse.Namespace, setup: Setup) -> int:
+    """Grade the class on this machine's GPUs (or CPUs, emulated)."""
+    gpus = pick_gpus(args, setup.backend)
+    where = f"{len(gpus)} GPU(s) {','.join(gpus)}, {args.judges_per_gpu} judge(s) each" if gpus else \
+        f"{args.judges_per_gpu} emulated judge(s)"
+    log.info("%d submission(s), backend %s, %d CPU slot(s), %s", len(setup.entries), setup.backend, args.jobs, where)
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    batch = Batch(args, setup.toolchain, setup.recipe, setup.backend, gpus)
+    if setup.entries:
+        students = batch.run(setup.entries)
+    else:   # no repository could be taken
+        students = []
+        batch.close()
+    head = {"started_at": started_at, "wall_s": round(time.monotonic() - batch.t0, 3), "backend": setup.backend,
+            "gpus": gpus, "jobs": args.jobs, "judges_per_gpu": args.judges_per_gpu, "stamp": batch.stamp_base}
+    return write_class(args, students, setup.intakes, head, len(gpus))
+
+
+# --- Slurm: submit, one shard, finish ----------------------------------------------------------------------
+
+BATCH_SCRIPT = REPO / "grading" / "batch.py"
+EXIT_SLURM = 4              # Slurm refused the job, or some task ended before grading all its students
+SHARD_OVERHEAD_S = 10.0     # what a student costs besides its judge (unpack, compile, worker start), roughly
+
+
+def run_argv(args: argparse.Namespace, backend: str) -> list[str]:
+    """batch.py's command line for a run's jobs: this run's settings, no Slurm flags (each job adds its
+    mode: --plan for a shard, --slurm-finish)."""
+    argv = [sys.executable, str(BATCH_SCRIPT), str(args.submissions.resolve()), "--out", str(args.out),
+            "--backend", backend, "--build-dir", str(args.build_dir.resolve()), "--budget-s", f"{args.budget_s:g}",
+            "--compile-timeout", f"{args.compile_timeout:g}", "--formats", ",".join(args.formats) or "none",
+            "--resume" if args.resume else "--no-resume", "--sandbox", args.sandbox, "--bwrap", args.bwrap]
+    for suite in args.suite:
+        argv += ["--suite", str(suite)]
+    for suite in args.hidden_suite:
+        argv += ["--hidden-suite", str(suite)]
+    if args.secret_file:
+        argv += ["--secret-file", str(args.secret_file.resolve())]
+    for flag, value in (("--jobs", args.jobs_given), ("--judges-per-gpu", args.judges_per_gpu),
+                        ("--max-n", args.max_n), ("--threshold", args.threshold)):
+        if value is not None:
+            argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return argv + (["--quiet"] if args.quiet else [])
+
+
+def entry_record(e: Entry) -> dict:
+    return {"raw_name": e.raw_name, "path": str(e.path), "kind": e.kind, "student_id": e.student_id, "lms": e.lms,
+            "notes": list(e.notes)}
+
+
+def entry_from(rec: dict) -> Entry:
+    return Entry(rec["raw_name"], Path(rec["path"]), rec["kind"], rec["student_id"], rec["lms"], list(rec["notes"]))
+
+
+def intake_record(it: repomod.Intake) -> dict:
+    return {**dataclasses.asdict(it), "folder": str(it.folder) if it.folder else None}
+
+
+def intake_from(rec: dict) -> repomod.Intake:
+    rec = dict(rec)
+    spec = repomod.RepoSpec(**rec.pop("spec"))
+    folder = rec.pop("folder")
+    return repomod.Intake(spec=spec, folder=Path(folder) if folder else None, **rec)
+
+
+def shard_costs(students: list[Student], weights: dict[str, float]) -> dict[str, float]:
+    """Each student's expected seconds, for the shards: the judge's time at the last grading (old
+    stamp), else the weight of the slots that compiled last time (build.json), else of every slot,
+    weights turned into seconds by the median ratio seen in this class (1 when none is known), plus a
+    fixed cost for unpacking and compiling."""
+    full = sum(weights.values())
+    known, ratios = {}, []
+    for st in students:
+        prev = previous_judge_s(st.out / "stamp.json")
+        built = expected_judge_s(st.out / "build.json", weights, None) if (st.out / "build.json").is_file() else None
+        known[st.entry.student_id] = (prev, built)
+        if prev is not None and built:
+            ratios.append(prev / built)
+    factor = sorted(ratios)[len(ratios) // 2] if ratios else 1.0
+    return {sid: SHARD_OVERHEAD_S + (prev if prev is not None else factor * (built if built is not None else full))
+            for sid, (prev, built) in known.items()}
+
+
+def slurm_options(args: argparse.Namespace) -> slurm.Options:
+    return slurm.Options(partition=args.partition, account=args.account, time=args.time,
+                         gpus_per_task=args.gpus_per_task, cpus_per_task=args.jobs_given,
+                         array_parallel=args.array_parallel, sbatch_args=list(args.sbatch_arg))
+
+
+def slurm_submit(args: argparse.Namespace, setup: Setup) -> int:
+    """Plan the shards, submit the array job and the job that finishes it; wait unless --no-wait."""
+    out = args.out
+    previous = slurm.latest_run_dir(out)
+    if previous is not None:
+        with contextlib.suppress(OSError, ValueError):
+            job = slurm.read_json(previous / "job.json")
+            left = slurm.queued(str(job["array_job"]))
+            if left:
+                raise Stop(EXIT_SLURM, f"job {job['array_job']} ({previous}) is still grading this class "
+                           f"({', '.join(sorted(set(left.values())))}): wait for it to end, or scancel "
+                           f"{job['array_job']}, then run this again")
+            if left is None:
+                log.warning("squeue did not answer: cannot tell whether job %s still runs", job["array_job"])
+    batch = Batch(args, setup.toolchain, setup.recipe, setup.backend, [])
+    students = [Student(e, out / "students" / e.student_id) for e in setup.entries]
+    current: list[str] = []
+    to_grade: list[Student] = []
+    for st in students:
+        batch.stamp(st)
+        if args.resume and current_stamp(st) is not None:
+            current.append(st.entry.student_id)
+        else:
+            to_grade.append(st)
+    costs = shard_costs(to_grade, batch.weights)
+    batch.close()
+    if current:
+        log.info("%d student(s) already graded with these settings (stamp.json): not graded again", len(current))
+    if not to_grade:
+        log.info("nothing to grade on the cluster: writing the gradebook")
+        return finish_class(args, setup.toolchain, setup.recipe, setup.backend, setup.entries, setup.intakes,
+                            None, {}, {})
+    tasks = args.tasks or -(-len(to_grade) // slurm.STUDENTS_PER_TASK)
+    shards = slurm.shard_students(costs, tasks)
+    argv = run_argv(args, setup.backend)
+    plan = {"plan_version": slurm.PLAN_VERSION, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "argv": argv, "backend": setup.backend, "class": [entry_record(e) for e in setup.entries],
+            "intakes": [intake_record(it) for it in setup.intakes], "current_at_submit": sorted(current),
+            "shards": [{"task": k, "students": shard, "expected_s": round(sum(costs[s] for s in shard), 1)}
+                       for k, shard in enumerate(shards)]}
+    opts = slurm_options(args)
+    name = f"scangrade-{out.name}"
+    run = slurm.new_run_dir(out)
+    plan_path = run / "plan.json"
+    try:
+        write_atomic(plan_path, json.dumps(plan, indent=1) + "\n")
+        task_sh = slurm.write_script(run / "task.sh", [*argv, "--plan", str(plan_path)],
+                                     "one shard of the class: $SLURM_ARRAY_TASK_ID picks it (scangrade batch.py --slurm)")
+        finish_sh = slurm.write_script(run / "finish.sh", [*argv, "--slurm-finish", "--plan", str(plan_path)],
+                                       "the gradebook and report once every task has ended (scangrade batch.py --slurm)")
+        array_job = slurm.submit(slurm.array_command(opts, len(shards), task_sh, run / "logs", name))
+    except slurm.SlurmError as exc:
+        shutil.rmtree(run, ignore_errors=True)
+        raise Stop(EXIT_SLURM, f"{exc}\nnothing was submitted and nothing in {out} changed") from None
+    except BaseException:
+        shutil.rmtree(run, ignore_errors=True)   # a run folder that was never submitted
+        raise
+    job = {"array_job": array_job, "finish_job": None, "tasks": len(shards), "students": len(to_grade),
+           "submitted_at": time.time(), "plan": str(plan_path)}
+    write_atomic(run / "job.json", json.dumps(job, indent=1) + "\n")
+    log.info("submitted job %s: %d task(s) grading %d student(s) (%s; logs in %s)", array_job, len(shards),
+             len(to_grade), "+".join(str(len(s)) for s in shards), run / "logs")
+    finish_problem = ""
+    try:
+        job["finish_job"] = slurm.submit(slurm.finish_command(opts, array_job, finish_sh, run / "logs", name))
+        write_atomic(run / "job.json", json.dumps(job, indent=1) + "\n")
+        log.info("submitted job %s: writes the gradebook once job %s has ended", job["finish_job"], array_job)
+    except slurm.SlurmError as exc:
+        finish_problem = str(exc)
+    if not args.wait:
+        if finish_problem:
+            raise Stop(EXIT_SLURM, f"the job that writes the gradebook was not submitted: {finish_problem}\n"
+                       f"job {array_job} grades the class; once it has ended, run this command again with "
+                       f"--slurm-finish (in place of --slurm) to write the gradebook")
+        log.info("not waiting: %s and %s appear when job %s has ended (squeue -j %s)", out / "gradebook.csv",
+                 out / "report.html", job["finish_job"], array_job)
+        return EXIT_OK
+    if finish_problem:
+        log.warning("the job that writes the gradebook was not submitted (%s): this command writes it", finish_problem)
+    return slurm_wait(args, setup, run, plan, job)
+
+
+def slurm_wait(args: argparse.Namespace, setup: Setup, run: Path, plan: dict, job: dict) -> int:
+    """Wait for the array job (progress from squeue and the tasks' records), then finish here."""
+    array_job = job["array_job"]
+    total = sum(len(s["students"]) for s in plan["shards"])
+    last, silent = "", 0
+    try:
+        while True:
+            left = slurm.queued(array_job)
+            _, records = slurm.read_records(run)
+            if left is None:
+                silent += 1
+                if silent in (4, 40):
+                    log.warning("squeue does not answer; still waiting for job %s", array_job)
+            else:
+                silent = 0
+                counts: dict[str, int] = {}
+                for jid, state in left.items():
+                    counts[state.lower()] = counts.get(state.lower(), 0) + slurm.count_tasks(jid)
+                tasks = ", ".join(f"{n} {state}" for state, n in sorted(counts.items())) or "all ended"
+                line = f"job {array_job}: tasks {tasks}; {len(records)}/{total} student(s) finished"
+                if line != last and not args.quiet:
+                    log.info("%s", line)
+                last = line
+                if not left:
+                    break
+            time.sleep(args.poll_s)
+    except KeyboardInterrupt:
+        log.error("stopped waiting; job %s keeps running%s", array_job,
+                  f" and job {job['finish_job']} writes the gradebook when it ends" if job.get("finish_job") else
+                  ": once it has ended, run this command with --slurm-finish in place of --slurm")
+        return 130
+    if job.get("finish_job"):
+        slurm.cancel_pending(job["finish_job"])   # this command finishes; the job is the fallback
+    return finish_class(args, setup.toolchain, setup.recipe, setup.backend, [entry_from(r) for r in plan["class"]],
+                        [intake_from(r) for r in plan["intakes"]], run, plan, job)
+
+
+def slurm_shard(args: argparse.Namespace) -> int:
+    """One array task: grade the students of one shard of the plan, exactly as a local batch would,
+    into the shared folder; its records go to the run's records/task-K.jsonl; no gradebook."""
+    try:
+        plan = slurm.read_json(args.plan)
+    except (OSError, ValueError) as exc:
+        raise Stop(EXIT_BAD_INPUT, f"--plan {args.plan}: {exc}") from None
+    run = args.plan.resolve().parent
+    k = args.shard
+    if k is None:
+        task = os.environ.get("SLURM_ARRAY_TASK_ID", "")
+        if not task.isdigit():
+            raise Stop(EXIT_BAD_INPUT, "--plan without --shard outside a Slurm array task ($SLURM_ARRAY_TASK_ID)")
+        k = int(task)
+    if not 0 <= k < len(plan["shards"]):
+        raise Stop(EXIT_BAD_INPUT, f"--shard {k}: the plan has shards 0 to {len(plan['shards']) - 1}")
+    ids = set(plan["shards"][k]["students"])
+    entries = [entry_from(r) for r in plan["class"] if r["student_id"] in ids]
+    toolchain, _judge, backend, recipe = load_inputs(args)
+    resolve_jobs(args)
+    gpus = pick_gpus(args, backend)
+    batch = Batch(args, toolchain, recipe, backend, gpus)
+    batch.log_path = slurm.records_path(run, k)
+    batch.locks = batch.private / "locks"   # this task's GPUs are its own: their locks and baselines too
+    header = {"task_header": k, "job": os.environ.get("SLURM_ARRAY_JOB_ID"), "node": socket.gethostname(),
+              "started_at": batch.wall0, "gpus": gpus, "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+              "jobs": args.jobs, "judges_per_gpu": args.judges_per_gpu, "students": sorted(ids)}
+    with open(batch.log_path, "a") as f:
+        f.write(json.dumps(header) + "\n")
+    log.info("task %d on %s: %d student(s), backend %s, %d CPU slot(s), %s", k, header["node"], len(entries), backend,
+             args.jobs, f"GPU(s) {','.join(gpus)}" if gpus else "emulated")
+
+    def stopped(signum, _frame) -> None:
+        # scancel, the time limit or a node going down: what is stamped stays, the rest stays ungraded
+        log.error("task %d: stopped by signal %d; its unfinished students stay ungraded (rerun the command)", k, signum)
+        if batch.case_cache is not None:
+            shutil.rmtree(batch.case_cache, ignore_errors=True)
+        shutil.rmtree(batch.private, ignore_errors=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stopped)
+    students = batch.run(entries)
+    bad = [st for st in students if st.outcome != "graded"]
+    log.info("task %d: %d student(s), %d reused, %d not graded", k, len(students), sum(st.reused for st in students),
+             len(bad))
+    for st in bad:
+        log.info("NOT GRADED %s: %s", st.entry.student_id, st.error or "internal error")
+    return EXIT_INTERNAL if bad else EXIT_OK
+
+
+def slurm_finish(argv: list[str] | None, args: argparse.Namespace) -> int:
+    """--slurm-finish: the gradebook of OUT's last run (or --plan's), with that run's own settings."""
+    run = args.plan.resolve().parent if args.plan else slurm.latest_run_dir(args.out)
+    if run is None:
+        raise Stop(EXIT_BAD_INPUT, f"no Slurm run in {args.out / 'slurm'}: grade the class with --slurm first")
+    try:
+        plan = slurm.read_json(run / "plan.json")
+        job = slurm.read_json(run / "job.json")
+    except (OSError, ValueError) as exc:
+        raise Stop(EXIT_BAD_INPUT, f"{run}: {exc}") from None
+    given = args
+    args = parse_args(plan["argv"][2:])
+    args.quiet = given.quiet or args.quiet
+    if given.threshold is not None:
+        args.threshold = given.threshold
+    toolchain, _judge, backend, recipe = load_inputs(args)
+    return finish_class(args, toolchain, recipe, backend, [entry_from(r) for r in plan["class"]],
+                        [intake_from(r) for r in plan["intakes"]], run, plan, job)
+
+
+def finish_class(args: argparse.Namespace, toolchain: dict, recipe: Recipe, backend: str, entries: list[Entry],
+                 intakes: list[repomod.Intake], run: Path | None, plan: dict, job: dict) -> int:
+    """The gradebook from what is in the shared folder: a student whose stamp matches is graded
+    (this run, or before it: reused); one its task finished without a stamp shows what the task
+    said; any other is not graded, with its task's Slurm state and log."""
+    resolve_jobs(args)
+    headers, records = slurm.read_records(run) if run else ({}, {})
+    array_job = job.get("array_job")
+    states, why = slurm.task_states(array_job) if array_job else ({}, "")
+    task_of = {sid: s["task"] for s in plan.get("shards", []) for sid in s["students"]}
+    first = min((h["started_at"] for h in headers.values()), default=time.time())
+    shift = {k: h["started_at"] - first for k, h in headers.items()}
+    batch = Batch(args, toolchain, recipe, backend, [])
+    students: list[Student] = []
+    not_run: set[str] = set()
+    for e in entries:
+        st = Student(e, args.out / "students" / e.student_id)
+        batch.stamp(st)
+        rec = records.get(e.student_id)
+        if batch.reusable(st):
+            if rec is not None and not rec.get("reused"):
+                st.reused = False          # graded by this run
+        elif rec is not None:              # finished by its task without a stamp: the task's verdict
+            st.outcome, st.flags, st.error = rec.get("outcome", "error"), rec.get("flags") or [], rec.get("error", "")
+            if rec.get("score") is not None:
+                with contextlib.suppress(ResultsError):
+                    st.results = load_results(st.results_path, validate=False)
+        else:
+            not_run.add(e.student_id)
+            st.outcome = "not_graded"
+            st.error = explain_not_run(run, array_job, task_of.get(e.student_id), states, why, headers)
+        if rec is not None and not st.reused:
+            k = task_of.get(e.student_id)
+            st.gpu = rec.get("gpu")
+            st.phases = {p: [round(a + shift.get(k, 0.0), 3), round(b + shift.get(k, 0.0), 3)]
+                         for p, (a, b) in (rec.get("phases") or {}).items()}
+            st.judge_phases = rec.get("judge_phases") or st.judge_phases
+        students.append(st)
+    batch.close()
+    if run is not None:
+        append_records_once(args.out / "batch.log", run, records)
+    gpus = [f"{h['node']}:{g}" for _, h in sorted(headers.items()) for g in h.get("gpus") or []]
+    tasks = [{"task": s["task"], "students": len(s["students"]), "node": headers.get(s["task"], {}).get("node"),
+              "state": states[s["task"]].describe() if s["task"] in states else None} for s in plan.get("shards", [])]
+    head = {"started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(first)),
+            "wall_s": round(time.time() - first, 3) if headers else 0.0, "backend": backend, "gpus": gpus,
+            "jobs": args.jobs, "judges_per_gpu": args.judges_per_gpu, "stamp": batch.stamp_base,
+            **({"slurm": {"run": str(run), "array_job": array_job, "finish_job": job.get("finish_job"),
+                          "tasks": tasks, "not_run": sorted(not_run)}} if run else {})}
+    for t in tasks:
+        if t["state"] and not t["state"].startswith("COMPLETED"):
+            log.warning("Slurm task %d of job %s: %s (log: %s)", t["task"], array_job, t["state"],
+                        run / "logs" / f"task-{array_job}_{t['task']}.out")
+    return write_class(args, students, intakes, head, len(gpus), frozenset(not_run))
+
+
+def explain_not_run(run: Path | None, array_job: str | None, k: int | None, states: dict[int, slurm.TaskState],
+                    why: str, headers: dict[int, dict]) -> str:
+    """Why a student has no grade: its task's Slurm state and the last line of its log."""
+    if run is None or array_job is None or k is None:
+        return "not graded: no stamp.json matches this run (grade it with --slurm)"
+    task = f"Slurm task {k} of job {array_job}"
+    state = states.get(k)
+    if state is None:
+        where = f"state unknown: {why}" if why else "state unknown"
+    elif state.state in slurm.ACTIVE_STATES:
+        where = f"is still {state.describe()}"
+    else:
+        where = f"ended {state.describe()}"
+    started = "" if k in headers else "; it never started grading"
+    logfile = run / "logs" / f"task-{array_job}_{k}.out"
+    last = slurm.last_log_line(logfile)
+    return (f"not graded: {task} {where} before grading it{started}; log {logfile}"
+            + (f": {last}" if last else ""))
+
+
+def append_records_once(batch_log: Path, run: Path, records: dict[str, dict]) -> None:
+    """The run's student records join OUT/batch.log once, whoever finishes the run (this command
+    or the dependent job)."""
+    try:
+        fd = os.open(run / "batch-log-appended", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    os.close(fd)
+    with open(batch_log, "a") as f:
+        for rec in records.values():
+            f.write(json.dumps(rec) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logsetup.setup("batch", args.quiet)
+    logging.getLogger("scangrade.grade").setLevel(logging.WARNING)   # no per-student chatter
+    try:
+        if args.slurm_finish:
+            return slurm_finish(argv, args)
+        if args.plan is not None:
+            return slurm_shard(args)
+        setup = prepare(args)
+        return slurm_submit(args, setup) if args.slurm else run_local(args, setup)
+    except Stop as stop:
+        log.error("%s", stop)
+        return stop.code
 
 
 if __name__ == "__main__":
