@@ -28,8 +28,12 @@ std::size_t dynamic_shared_limit();
 
 /// Records a non-sticky error (launch configuration, bad argument) and its diagnostic; returns it.
 cudaError_t api_error(cudaError_t error, std::string diagnostic);
-/// Records a sticky kernel fault with its diagnostic.
-void kernel_fault(std::string diagnostic);
+/// Records a sticky kernel fault with its diagnostic: cudaErrorLaunchFailure (divergent barrier,
+/// deadlock, ...) or cudaErrorIllegalAddress (an access to unmapped memory).
+void kernel_fault(std::string diagnostic, cudaError_t code = cudaErrorLaunchFailure);
+/// Where `addr` lies with respect to the emulated device memory, for the report of an access that
+/// faulted: "1024 bytes past the end of the 4096-byte allocation at 0x..., beyond ...".
+std::string describe_address(const void* addr);
 /// The sticky error if there is one, else `result` (recorded as the last error when it failed).
 cudaError_t api_result(cudaError_t result);
 

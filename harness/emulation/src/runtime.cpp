@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "arena.h"
 #include "cuda_runtime.h"
 #include "internal.h"
 
@@ -34,6 +35,7 @@ struct Allocation {
   std::size_t size;
   bool from_pool;
   Memory memory = Memory::Device;
+  bool in_arena = true;  // the emulator's own memory (arena.h); adopted and registered memory is not
 };
 
 struct Runtime {
@@ -44,6 +46,8 @@ struct Runtime {
   std::size_t dynamic_shared_limit = kSharedPerBlock;
   std::map<std::uintptr_t, Allocation> device;  // base address -> allocation
   std::map<void*, std::size_t> host;             // cudaMallocHost / cudaHostAlloc: pointer -> size
+  std::map<std::uintptr_t, std::size_t> freed;   // bases freed and not handed out again -> size (messages)
+  std::map<void*, std::size_t> shared;           // map_shared_memory: pointer -> size (kept by reset())
   bool tracing = false;                          // trace_begin() .. trace_end()
   Trace trace;
   std::size_t in_use = 0;
@@ -76,6 +80,26 @@ const Allocation* find_device(const void* p, std::size_t count) {
   return &it->second;
 }
 
+/// A new span at p: freed allocations whose range it reuses are forgotten.
+void forget_freed(const void* p, std::size_t size) {
+  auto& freed = rt().freed;
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t end = begin + arena_mapped_size(size) + kGuard;
+  auto it = freed.lower_bound(begin);
+  if (it != freed.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + arena_mapped_size(prev->second) + kGuard > begin) it = prev;
+  }
+  while (it != freed.end() && it->first < end) it = freed.erase(it);
+}
+
+/// Remembers a freed base for later messages (double free, use after free); bounded.
+void remember_freed(std::uintptr_t base, std::size_t size) {
+  auto& freed = rt().freed;
+  if (freed.size() >= 4096) freed.clear();
+  freed[base] = size;
+}
+
 cudaError_t allocate(void** ptr, std::size_t size, bool from_pool, const char* api) {
   Runtime& r = rt();
   if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
@@ -88,12 +112,13 @@ cudaError_t allocate(void** ptr, std::size_t size, bool from_pool, const char* a
                                                     std::to_string(r.in_use) + " of " +
                                                     std::to_string(r.memory_limit) + " bytes in use)");
   }
-  std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  void* p = arena_map(size);
   if (p == nullptr) {
-    return api_error(cudaErrorMemoryAllocation, std::string(api) + "(" + std::to_string(size) + " bytes): host allocation failed");
+    return api_error(cudaErrorMemoryAllocation, std::string(api) + "(" + std::to_string(size) +
+                                                    " bytes): the emulated device's address space is exhausted");
   }
-  if (r.poison) std::memset(p, 0xFF, rounded);
+  if (r.poison) std::memset(p, 0xFF, (size + kAlignment - 1) / kAlignment * kAlignment);
+  forget_freed(p, size);
   r.device[reinterpret_cast<std::uintptr_t>(p)] = Allocation{size, from_pool};
   r.in_use += size;
   if (from_pool) {
@@ -105,25 +130,106 @@ cudaError_t allocate(void** ptr, std::size_t size, bool from_pool, const char* a
   return cudaSuccess;
 }
 
+/// Why `ptr` cannot be freed by `api` (cudaFree and cudaFreeAsync: device or managed memory;
+/// cudaFreeHost: page-locked host memory).
+std::string not_freeable(const void* ptr, bool host_api) {
+  Runtime& r = rt();
+  const auto a = reinterpret_cast<std::uintptr_t>(ptr);
+  auto it = r.device.upper_bound(a);
+  if (it != r.device.begin()) {
+    --it;
+    const bool inside = a < it->first + it->second.size;
+    if (inside && it->first != a) {
+      return "points " + std::to_string(a - it->first) + " bytes into the " + std::to_string(it->second.size) +
+             "-byte allocation at " + ptr_text(reinterpret_cast<void*>(it->first)) +
+             ": free the pointer the allocation returned";
+    }
+    if (inside && (it->second.memory == Memory::Registered)) {
+      return "is memory registered with cudaHostRegister (or the harness's own): it is not the slot's to free";
+    }
+  }
+  if (r.freed.count(a) != 0) return "was already freed (a double free)";
+  if (!host_api && r.host.count(const_cast<void*>(ptr)) != 0) {
+    return "is page-locked host memory (cudaMallocHost/cudaHostAlloc): free it with cudaFreeHost";
+  }
+  if (host_api && r.device.count(a) != 0) return "is device memory: free it with cudaFree";
+  return host_api ? "was not returned by cudaMallocHost/cudaHostAlloc"
+                  : "was not returned by cudaMalloc, cudaMallocAsync or cudaMallocManaged (a host pointer, or one "
+                    "never allocated?)";
+}
+
+/// The GPU's answer to freeing something that is not a live allocation: cudaErrorInvalidValue,
+/// recorded as the last error (not sticky); nothing is freed.
+cudaError_t invalid_free(const void* ptr, const char* api, bool host_api) {
+  return api_error(cudaErrorInvalidValue, std::string(api) + "(" + ptr_text(ptr) + "): the pointer " +
+                                              not_freeable(ptr, host_api) +
+                                              "; the call returned cudaErrorInvalidValue and freed nothing");
+}
+
 cudaError_t release(void* ptr, const char* api) {
   Runtime& r = rt();
   if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
   if (ptr == nullptr) return cudaSuccess;
   auto it = r.device.find(reinterpret_cast<std::uintptr_t>(ptr));
   if (it == r.device.end() || it->second.memory == Memory::Mapped || it->second.memory == Memory::Registered) {
-    return api_error(cudaErrorInvalidValue, std::string(api) + "(" + ptr_text(ptr) +
-                                                "): not the start of a live device allocation (double free?)");
+    return invalid_free(ptr, api, false);
   }
   if (it->second.memory == Memory::Device) {
     r.in_use -= it->second.size;
     if (it->second.from_pool) r.pool_in_use -= it->second.size;
   }
-  std::free(ptr);
+  arena_unmap(ptr, it->second.size);
+  remember_freed(it->first, it->second.size);
   r.device.erase(it);
   return cudaSuccess;
 }
 
 bool is_device(const void* p) { return find_device(p, 1) != nullptr; }
+
+std::string size_text(std::size_t bytes) { return std::to_string(bytes) + "-byte"; }
+
+}  // namespace
+
+std::string describe_address(const void* addr) {
+  Runtime& r = rt();
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  if (a < 65536) return "through a null pointer (or a small offset from one)";
+  auto freed = r.freed.upper_bound(a);
+  if (freed != r.freed.begin()) {
+    --freed;
+    if (a < freed->first + arena_mapped_size(freed->second)) {
+      return "in the " + size_text(freed->second) + " allocation at " + ptr_text(reinterpret_cast<void*>(freed->first)) +
+             ", which was freed (used after cudaFree?)";
+    }
+  }
+  // the nearest allocation at or below, and the next one above: whichever edge is nearer
+  auto above = r.device.upper_bound(a);
+  std::string past, before;
+  std::uintptr_t past_by = ~std::uintptr_t{0}, before_by = ~std::uintptr_t{0};
+  if (above != r.device.begin()) {
+    auto below = std::prev(above);
+    const std::uintptr_t base = below->first;
+    const Allocation& al = below->second;
+    if (a < base + al.size) return "inside the " + size_text(al.size) + " allocation at " + ptr_text(reinterpret_cast<void*>(base));
+    const std::size_t mapped = arena_mapped_size(al.size);
+    if (al.in_arena && a < base + mapped + kGuard) {
+      past_by = a - (base + al.size);
+      past = std::to_string(past_by) + " bytes past the end of the " + size_text(al.size) + " allocation at " +
+             ptr_text(reinterpret_cast<void*>(base)) + ", beyond the " + std::to_string(mapped >> 20) +
+             " MiB mapped for it (the slack up to there is silent, as on a GPU; the rest is unmapped)";
+    }
+  }
+  if (above != r.device.end() && above->second.in_arena && a + kGuard >= above->first) {
+    before_by = above->first - a;
+    before = std::to_string(before_by) + " bytes before the start of the " + size_text(above->second.size) +
+             " allocation at " + ptr_text(reinterpret_cast<void*>(above->first));
+  }
+  if (!past.empty() || !before.empty()) return past_by <= before_by ? past : before;
+  if (arena_contains(addr)) return "in device memory where nothing is allocated (an index far out of range?)";
+  return "outside device memory (a host pointer, an uninitialized pointer, or an index far out of range?)";
+}
+
+namespace {
 
 // ---- trace (scangrade::emu::trace_begin / trace_end) ----
 
@@ -147,7 +253,8 @@ void trace_host(Trace::HostKind kind, const char* api, const void* ptr, std::siz
 
 /// Host memory the device may address: entered in the device map so that kernels and copies accept it.
 void add_host_visible(void* ptr, std::size_t size, Memory memory) {
-  rt().device[reinterpret_cast<std::uintptr_t>(ptr)] = Allocation{std::max<std::size_t>(size, 1), false, memory};
+  rt().device[reinterpret_cast<std::uintptr_t>(ptr)] =
+      Allocation{std::max<std::size_t>(size, 1), false, memory, memory != Memory::Registered};
 }
 
 cudaError_t copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind kind, const char* api) {
@@ -232,10 +339,10 @@ cudaError_t api_error(cudaError_t error, std::string diagnostic) {
   return error;
 }
 
-void kernel_fault(std::string diagnostic) {
+void kernel_fault(std::string diagnostic, cudaError_t code) {
   ErrorState& e = errors();
-  e.sticky = cudaErrorLaunchFailure;
-  e.last = cudaErrorLaunchFailure;
+  e.sticky = code;
+  e.last = code;
   e.diagnostic = std::move(diagnostic);
 }
 
@@ -454,8 +561,9 @@ cudaError_t host_alloc(void** ptr, std::size_t size, unsigned flags, const char*
   Runtime& r = rt();
   if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
   if (ptr == nullptr) return api_error(cudaErrorInvalidValue, std::string(api) + ": null pointer");
-  *ptr = std::aligned_alloc(256, (std::max<std::size_t>(size, 1) + 255) / 256 * 256);
+  *ptr = arena_map(size);  // like device memory: a kernel's wild write faults instead of hitting the heap
   if (*ptr == nullptr) return api_error(cudaErrorMemoryAllocation, std::string(api) + ": host allocation failed");
+  forget_freed(*ptr, size);
   r.host[*ptr] = size;
   const bool mapped = (flags & cudaHostAllocMapped) != 0;
   if (mapped) add_host_visible(*ptr, size, Memory::Mapped);
@@ -475,14 +583,18 @@ cudaError_t cudaHostAlloc(void** ptr, std::size_t size, unsigned int flags) {
 
 cudaError_t cudaFreeHost(void* ptr) {
   using namespace scangrade::emu::detail;
+  Runtime& r = rt();
+  if (r.errors.sticky != cudaSuccess) return r.errors.sticky;
   if (ptr == nullptr) return api_result(cudaSuccess);
-  if (rt().host.erase(ptr) == 0) {
-    return api_error(cudaErrorInvalidValue, "cudaFreeHost: not a cudaMallocHost/cudaHostAlloc pointer");
-  }
-  auto it = rt().device.find(reinterpret_cast<std::uintptr_t>(ptr));
-  if (it != rt().device.end() && it->second.memory == Memory::Mapped) rt().device.erase(it);
+  auto h = r.host.find(ptr);
+  if (h == r.host.end()) return invalid_free(ptr, "cudaFreeHost", true);
+  const std::size_t size = h->second;
+  r.host.erase(h);
+  auto it = r.device.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (it != r.device.end() && it->second.memory == Memory::Mapped) r.device.erase(it);
   trace_host(scangrade::emu::Trace::HostKind::FreeHost, "cudaFreeHost", ptr, 0, 0);
-  std::free(ptr);
+  arena_unmap(ptr, size);
+  remember_freed(reinterpret_cast<std::uintptr_t>(ptr), size);
   return api_result(cudaSuccess);
 }
 
@@ -535,8 +647,9 @@ cudaError_t cudaMallocManaged(void** ptr, std::size_t size, unsigned int flags) 
   if (ptr == nullptr) return api_error(cudaErrorInvalidValue, "cudaMallocManaged: null pointer");
   *ptr = nullptr;
   if (size == 0) return api_error(cudaErrorInvalidValue, "cudaMallocManaged: size 0");
-  void* p = std::aligned_alloc(kAlignment, (size + kAlignment - 1) / kAlignment * kAlignment);
-  if (p == nullptr) return api_error(cudaErrorMemoryAllocation, "cudaMallocManaged: host allocation failed");
+  void* p = arena_map(size);
+  if (p == nullptr) return api_error(cudaErrorMemoryAllocation, "cudaMallocManaged: the emulated address space is exhausted");
+  forget_freed(p, size);
   add_host_visible(p, size, Memory::Managed);  // freed by cudaFree
   trace_host(scangrade::emu::Trace::HostKind::Managed, "cudaMallocManaged", p, size, flags);
   *ptr = p;
@@ -725,12 +838,13 @@ void reset() {
   for (auto& [base, alloc] : r.device) {
     // mapped blocks are freed with the host map; registered memory is the caller's
     if (alloc.memory == detail::Memory::Device || alloc.memory == detail::Memory::Managed) {
-      std::free(reinterpret_cast<void*>(base));
+      detail::arena_unmap(reinterpret_cast<void*>(base), alloc.size);
     }
   }
   r.device.clear();
-  for (auto& [p, size] : r.host) std::free(p);
+  for (auto& [p, size] : r.host) detail::arena_unmap(p, size);
   r.host.clear();
+  r.freed.clear();
   for (cudaStream_t s : r.streams) delete s;
   r.streams.clear();
   for (cudaEvent_t e : r.events) delete e;
@@ -746,6 +860,7 @@ void reset_stats() { rt().stats = Stats{}; }
 std::size_t bytes_in_use() { return rt().in_use; }
 std::size_t pool_bytes_in_use() { return rt().pool_in_use; }
 void set_memory_limit(std::size_t bytes) { rt().memory_limit = bytes; }
+std::size_t mapped_bytes(std::size_t size) { return detail::arena_mapped_size(size); }
 void set_poison(bool enabled) { rt().poison = enabled; }
 
 void trace_begin() {
@@ -762,8 +877,28 @@ Trace trace_end() {
 
 void adopt_memory(void* ptr, std::size_t size) {
   if (ptr != nullptr && size > 0) detail::rt().device[reinterpret_cast<std::uintptr_t>(ptr)] =
-      detail::Allocation{size, false, detail::Memory::Registered};  // never freed here, in no balance
+      detail::Allocation{size, false, detail::Memory::Registered, false};  // never freed here, in no balance
 }
 void forget_memory(void* ptr) { detail::rt().device.erase(reinterpret_cast<std::uintptr_t>(ptr)); }
+
+void* map_shared_memory(int fd, std::size_t size) {
+  void* p = detail::arena_map_file(fd, size);
+  if (p != nullptr) {
+    detail::rt().device[reinterpret_cast<std::uintptr_t>(p)] =
+        detail::Allocation{std::max<std::size_t>(size, 1), false, detail::Memory::Registered, true};
+    detail::rt().shared[p] = size;
+  }
+  return p;
+}
+
+void unmap_shared_memory(void* ptr) {
+  auto& r = detail::rt();
+  auto it = r.shared.find(ptr);
+  if (it == r.shared.end()) return;
+  auto d = r.device.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (d != r.device.end() && d->second.memory == detail::Memory::Registered) r.device.erase(d);
+  detail::arena_unmap(ptr, it->second);
+  r.shared.erase(it);
+}
 
 }  // namespace scangrade::emu

@@ -6,6 +6,7 @@
 // directly from one worker to the next (pick_next() is the whole scheduler); the launching (main)
 // context only regains control when no thread of the block can run.
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,6 +66,8 @@ struct Worker {
   ctx::fiber fiber;  // valid while suspended
   Thread* assigned = nullptr;
   bool idle = false;
+  bool abandoned = false;          // left from a signal handler: never resumed, never unwound
+  std::uintptr_t stack_low = 0;    // lowest address of its stack (the overflow guard page)
 };
 
 struct Warp {
@@ -156,6 +159,7 @@ struct GuardedRegion {
 struct ColouredStack {
   std::size_t size;
   std::size_t colour;
+  std::uintptr_t* low = nullptr;  // receives the stack's lowest address (for the fault report)
 
   ctx::stack_context allocate() {
     std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -163,6 +167,7 @@ struct ColouredStack {
     void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) throw std::bad_alloc();
     mprotect(base, page, PROT_NONE);  // overflow guard
+    if (low != nullptr) *low = reinterpret_cast<std::uintptr_t>(base);
     ctx::stack_context sctx;
     sctx.size = bytes - colour;
     sctx.sp = static_cast<char*>(base) + bytes - colour;
@@ -213,6 +218,12 @@ class Scheduler {
   void yield_point();
   [[noreturn]] void fault(const std::string& what);
   void* static_shared_alloc(std::size_t size, std::size_t align);
+
+  // an access to unmapped memory (SIGSEGV/SIGBUS) in a kernel thread
+  bool can_catch_signal() const { return in_kernel_ && running_worker_ != nullptr && current_ != nullptr; }
+  /// From the signal handler: ends the block like fault(), never returns; the report is written
+  /// once back in the launching context (signal_report()).
+  [[noreturn]] void signal_fault(int sig, const void* addr, int access);
 
   // for the SIGSEGV report
   std::string where() const;
@@ -279,6 +290,20 @@ class Scheduler {
   Thread* current_ = nullptr;
   bool faulted_ = false;
   std::string fault_message_;
+  cudaError_t fault_code_ = cudaErrorLaunchFailure;
+
+  // what the signal handler saw (plain data: no allocation in the handler)
+  struct SignalFault {
+    int sig = 0;
+    const void* addr = nullptr;
+    int access = 0;  // 0 unknown, 1 read, 2 write
+    std::uintptr_t stack_low = 0;
+    uint3 idx{};
+    unsigned linear = 0;
+  };
+  bool signal_faulted_ = false;
+  SignalFault signal_;
+  std::string signal_report() const;
 
   // block barrier
   unsigned at_barrier_ = 0;
@@ -319,7 +344,7 @@ Worker* Scheduler::take_worker() {
   workers_.push_back(std::make_unique<Worker>());
   Worker* w = workers_.back().get();
   std::size_t colour = (workers_.size() * 9 % 1024) * 64;  // 9 cache lines apart, within 64 KiB
-  w->fiber = ctx::fiber(std::allocator_arg, ColouredStack{stack_bytes_, colour},
+  w->fiber = ctx::fiber(std::allocator_arg, ColouredStack{stack_bytes_, colour, &w->stack_low},
                         [this, w](ctx::fiber&& caller) -> ctx::fiber {
                           *from_slot_ = std::move(caller);
                           worker_loop(w);  // returns only by unwinding
@@ -543,7 +568,7 @@ void Scheduler::launch(const LaunchConfig& cfg, const char* file, int line, Thre
   sigaction(SIGSEGV, &g_old_segv, nullptr);
   sigaction(SIGBUS, &g_old_bus, nullptr);
 
-  if (!ok) kernel_fault(fault_message_);
+  if (!ok) kernel_fault(fault_message_, fault_code_);
 }
 
 // Runs the block blockIdx; false when it faulted (fault_message_ says why).
@@ -564,6 +589,7 @@ bool Scheduler::run_block() {
   live_ = runnable_ = nthreads_;
   at_barrier_ = 0;
   faulted_ = false;
+  fault_code_ = cudaErrorLaunchFailure;
   pos_ = 0;
   new_round();
 
@@ -571,6 +597,17 @@ bool Scheduler::run_block() {
   resume(first, &main_);
   // back in main: every thread exited, or none can run, or a thread faulted
   current_ = nullptr;
+  if (signal_faulted_) {
+    // the handler never returned: the signal it blocked is still blocked
+    signal_faulted_ = false;
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGSEGV);
+    sigaddset(&blocked, SIGBUS);
+    sigprocmask(SIG_UNBLOCK, &blocked, nullptr);
+    fault_message_ = signal_report();
+    fault_code_ = cudaErrorIllegalAddress;
+  }
   if (!faulted_ && live_ > 0) {
     faulted_ = true;
     fault_message_ = deadlock_report();
@@ -588,6 +625,10 @@ void Scheduler::discard_busy_workers() {
   for (auto& w : workers_) {
     if (w->idle) {
       keep.push_back(std::move(w));
+    } else if (w->abandoned) {
+      // suspended inside a signal handler, in the middle of the student's frames: unwinding from
+      // there is not safe. Its stack stays allocated (one per fault), the fiber is leaked.
+      new ctx::fiber(std::move(w->fiber));
     } else {
       w->fiber = ctx::fiber{};  // unwinds the suspended thread
     }
@@ -608,6 +649,42 @@ void Scheduler::fault(const std::string& what) {
   switch_to(&main_, &me->fiber);
   // never resumed: main destroys this worker, which unwinds from switch_to
   std::abort();
+}
+
+void Scheduler::signal_fault(int sig, const void* addr, int access) {
+  Worker* me = running_worker_;
+  signal_.sig = sig;
+  signal_.addr = addr;
+  signal_.access = access;
+  signal_.stack_low = me->stack_low;
+  signal_.idx = current_->idx;
+  signal_.linear = current_->linear;
+  signal_faulted_ = true;
+  faulted_ = true;
+  me->abandoned = true;
+  running_worker_ = nullptr;
+  switch_to(&main_, &me->fiber);
+  std::abort();  // never resumed
+}
+
+std::string Scheduler::signal_report() const {
+  const SignalFault& f = signal_;
+  const auto a = reinterpret_cast<std::uintptr_t>(f.addr);
+  const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  std::string where;
+  if (dynamic_region_.guards(f.addr)) where = "just past the end of the dynamic (extern) __shared__ memory";
+  else if (static_region_.guards(f.addr)) where = "just past the end of a static __shared__ array";
+  else if (f.stack_low != 0 && a < f.stack_low + page && a + (std::uintptr_t{1} << 20) >= f.stack_low)
+    where = "below the end of the thread's stack: a stack overflow (deep recursion, or large local arrays, in "
+            "device code)";
+  else where = describe_address(f.addr);
+  char addr[32];
+  std::snprintf(addr, sizeof addr, "%p", f.addr);
+  const char* what = f.access == 2 ? "a write " : f.access == 1 ? "a read " : "";
+  return std::string(f.sig == SIGBUS ? "bus error" : "segmentation fault (invalid memory access)") + " at address " +
+         addr + ": " + what + where + " (on a GPU: an illegal memory access, cudaErrorIllegalAddress); in " +
+         launch_label() + ", block " + coords(blockIdx) + " thread " + coords(f.idx) + " (warp " +
+         std::to_string(f.linear / kWarpSize) + " lane " + std::to_string(f.linear % kWarpSize) + ")";
 }
 
 void Scheduler::on_exit(Thread* t) {
@@ -889,9 +966,20 @@ std::string Scheduler::deadlock_report() const {
 
 alignas(16) unsigned char g_signal_stack[64 * 1024];
 
-void sigsegv_handler(int sig, siginfo_t* info, void*) {
+void sigsegv_handler(int sig, siginfo_t* info, void* context) {
   Scheduler& s = scheduler();
   const void* addr = info != nullptr ? info->si_addr : nullptr;
+  if (s.can_catch_signal()) {
+    // a kernel thread touched unmapped memory: a sticky illegal address, the process carries on
+    int access = 0;
+#if defined(__x86_64__)
+    const auto* uc = static_cast<const ucontext_t*>(context);
+    access = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0 ? 2 : 1;  // page-fault error code: bit 1 = write
+#else
+    (void)context;
+#endif
+    s.signal_fault(sig, addr, access);
+  }
   const char* hint = "";
   if (s.dynamic_region().guards(addr)) hint = " (just past the end of the dynamic (extern) __shared__ memory)";
   else if (s.static_region().guards(addr)) hint = " (just past the end of a static __shared__ array)";

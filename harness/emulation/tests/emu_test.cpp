@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -117,11 +118,14 @@ TEST_F(Emu, FileScopeSharedVariable) {
   for (int i = 0; i < 128; ++i) EXPECT_EQ(v[i], 63 * 64 / 2);
 }
 
-TEST_F(Emu, WritePastDynamicSharedMemoryCrashesWithAReport) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(emu_test::overflow_dynamic_shared(64),
-               "segmentation fault.*just past the end of the dynamic.*kernels_basic.cu:[0-9]+.*block \\(0,0,0\\) "
-               "thread \\(0,0,0\\)");
+TEST_F(Emu, WritePastDynamicSharedMemoryIsAnIllegalAddress) {
+  emu_test::overflow_dynamic_shared(64);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorIllegalAddress);  // sticky
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  const std::string diagnostic = scangrade::emu::last_diagnostic();
+  EXPECT_TRUE(std::regex_search(diagnostic, std::regex("segmentation fault.*just past the end of the dynamic.*"
+                                                       "kernels_basic.cu:[0-9]+.*block \\(0,0,0\\) thread \\(0,0,0\\)")))
+      << diagnostic;
 }
 
 // ---- barriers and warps -------------------------------------------------------------------------

@@ -37,14 +37,26 @@
 //   much dynamic shared memory, an invalid stream) are returned by the next cudaGetLastError and
 //   cleared, as in CUDA. Kernel faults (divergent barrier, deadlock, bad warp mask, an exception,
 //   shared memory overflow) are sticky: every later runtime call returns cudaErrorLaunchFailure
-//   until reset(); last_diagnostic() says what happened, with the student's file:line and the
-//   block and thread coordinates. An out-of-range access is not caught in general; it may crash
-//   the process (dynamic and static shared memory end at a guard page, so a write past the end of
-//   a shared array usually does), and a SIGSEGV/SIGBUS inside a kernel prints the launch site,
-//   block and thread to stderr before the process dies with the signal.
-// * Memory: cudaMalloc returns 256-byte-aligned host memory filled with 0xFF bytes (garbage, like a
-//   GPU), shared memory is filled with 0xFF at the start of every block. cudaMemGetInfo and the
-//   default pool's cudaMemPoolAttrUsedMemCurrent track live allocations, so a leaked temporary shows.
+//   until clear_error() or reset(); last_diagnostic() says what happened, with the student's
+//   file:line and the block and thread coordinates.
+// * Illegal addresses: an access that hits unmapped memory inside a kernel (past an allocation's
+//   mapped part, a null pointer, past the end of a shared array, a fiber's stack overflow) raises
+//   SIGSEGV; the emulator catches it and turns it into a sticky cudaErrorIllegalAddress ("an illegal
+//   memory access was encountered", as a GPU reports it) whose diagnostic starts "segmentation fault
+//   (invalid memory access) at address ..." and says where the address lies (so many bytes past the
+//   end of which allocation), whether it was a read or a write, the launch site, block and thread.
+//   The faulting thread's fiber is abandoned (never unwound), the process carries on. A SIGSEGV
+//   outside a kernel thread still kills the process, after a report on stderr.
+// * Memory: device memory (cudaMalloc, cudaMallocAsync, cudaMallocManaged, cudaMallocHost,
+//   cudaHostAlloc) lives in an address range of its own, never in the malloc heap, laid out like a
+//   GPU's (src/arena.h): 2 MiB aligned, the size rounded up to 2 MiB is mapped (a write into that
+//   slack is silent, as on a GPU: the harness's guard zones catch it), then at least 64 MiB unmapped,
+//   so a wild access faults instead of corrupting the host heap. New allocations are filled with 0xFF
+//   bytes (garbage, like a GPU), shared memory with 0xFF at the start of every block. cudaMemGetInfo
+//   and the default pool's cudaMemPoolAttrUsedMemCurrent track live allocations, so a leaked
+//   temporary shows. cudaFree/cudaFreeAsync/cudaFreeHost of a pointer that is not a live allocation
+//   of their kind (never allocated, already freed, an interior pointer) return cudaErrorInvalidValue
+//   like the CUDA runtime (since CUDA 10.1), record it as the last error (not sticky), free nothing.
 // * Not emulated: the memory model (missing __threadfence or volatile is never observable; all
 //   writes are immediately visible), timing (events measure 0 ms), concurrency between streams or
 //   between blocks, textures, cooperative groups, dynamic parallelism, __CUDA_ARCH__ (it is not
@@ -107,10 +119,16 @@ void reset_stats();
 std::size_t bytes_in_use();
 std::size_t pool_bytes_in_use();
 
+/// Bytes mapped for a device allocation of `size` bytes, from its start: an access below that is
+/// silent (the allocation and its slack), an access beyond it faults (cudaErrorIllegalAddress).
+/// `size` plus 64 KiB rounded up to 2 MiB: see the model in src/arena.h.
+std::size_t mapped_bytes(std::size_t size);
+
 /// Emulated device memory (default 8 GiB): allocations beyond it fail with cudaErrorMemoryAllocation.
 void set_memory_limit(std::size_t bytes);
 
-/// Fill new allocations and each block's shared memory with 0xFF bytes (default true).
+/// Fill new allocations (their requested bytes rounded up to 256, not the slack) and each block's
+/// shared memory with 0xFF bytes (default true).
 void set_poison(bool enabled);
 
 /// What the emulated runtime did between trace_begin() and trace_end(): the grader's run-time policy
@@ -157,5 +175,12 @@ Trace trace_end();
 /// measures the student's allocations only). forget_memory ends it (the mapping stays the owner's).
 void adopt_memory(void* ptr, std::size_t size);
 void forget_memory(void* ptr);
+/// The grader's shared case buffer `fd` (`size` bytes from offset 0) mapped into the emulated
+/// device's address space with a device allocation's layout (2 MiB slack after it, unmapped beyond),
+/// and adopted (adopt_memory): a slot's write past the buffer's slack faults as an illegal address
+/// instead of landing in whatever the process mapped next. nullptr (errno set) when it cannot be
+/// mapped. unmap_shared_memory forgets and unmaps it (do not munmap it yourself).
+void* map_shared_memory(int fd, std::size_t size);
+void unmap_shared_memory(void* ptr);
 
 }  // namespace scangrade::emu
