@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::uint64_t kRandomOrderSeed = 20261122;
 
-/// Where two runs of the same call differ ("" when they do not), without saying why.
+/// Where two completed runs of the same call differ ("" when they do not), without saying why.
 template <typename T>
 std::string difference(const RunRecord<T>& a, const RunRecord<T>& b, const char* name_a, const char* name_b) {
   const auto differs = [](const std::vector<T>& x, const std::vector<T>& y, std::size_t& at) {
@@ -28,10 +28,7 @@ std::string difference(const RunRecord<T>& a, const RunRecord<T>& b, const char*
   };
   std::size_t at = 0;
   std::ostringstream out;
-  if (a.error != b.error) {
-    out << "the run fails under one thread order only (" << name_a << ": " << (a.error.empty() ? "ok" : a.error)
-        << "; " << name_b << ": " << (b.error.empty() ? "ok" : b.error) << ")";
-  } else if (differs(a.output, b.output, at)) {
+  if (differs(a.output, b.output, at)) {
     out << "out[" << at << "] is " << +a.output[at] << " when the block's threads run in " << name_a << " order but "
         << +b.output[at] << " in " << name_b << " order";
   } else if (differs(a.input_after, b.input_after, at) || differs(a.guard_after, b.guard_after, at) ||
@@ -53,14 +50,15 @@ std::string first_difference(const RunRecord<T>& a, const RunRecord<T>& b, const
 
 /// After the orders disagreed: the first order once more. When the same order gives another result
 /// (emulation is deterministic), the difference is not the scheduling's: the slot keeps state
-/// between calls. "" when the repeat agrees (a race).
+/// between calls. "" when the repeat agrees (the thread order made the difference). Errors are
+/// compared as failed or completed: their texts name addresses, which differ from call to call.
 template <typename T>
 std::string kept_state(const RunRecord<T>& first, const RunRecord<T>& again) {
   std::string where;
-  if (first.error != again.error)
+  if (first.error.empty() != again.error.empty())
     where = "the first call: " + (first.error.empty() ? std::string("ok") : first.error) +
             "; called again: " + (again.error.empty() ? std::string("ok") : again.error);
-  else
+  else if (first.error.empty())
     where = difference(first, again, "the first call", "the same order called again");
   if (where.empty()) return "";
   return "called twice with the same input in the same thread order, the slot gave two results (" + where +
@@ -84,42 +82,74 @@ std::string left_unwritten(const RunRecord<T>& first, const RunRecord<T>& again)
   return "";
 }
 
+/// run_on_device with the emulator's diagnostic (what faulted, where) after a failed call's error.
+template <typename T>
+RunRecord<T> run_with_diagnostic(const ScanFn<T>& fn, const std::vector<T>& input) {
+  RunRecord<T> run = run_on_device(fn, input);
+  if (!run.error.empty() && *emu::last_diagnostic()) run.error += "\n  " + std::string(emu::last_diagnostic());
+  return run;
+}
+
+/// The thread-order rule. `forward` completed (no error); the call runs again under the reverse and
+/// the random order, each compared with it:
+///   * every order completed and the outputs (or guards, or the input) differ: race;
+///   * an order failed where forward completed: crash, with that order's error. A failure that only
+///     some orders show still is a failure the program can have: on a GPU it happens whenever the
+///     hardware schedules the threads that way (and compute-sanitizer racecheck would name the race);
+///     the message says that forward completes, which points at the race, while the error points at
+///     the faulting line;
+///   * either way, when the first order called once more disagrees with its first run, the slot
+///     keeps state between calls (not_recomputed), and no race or crash is charged to scheduling.
+/// A call that fails under forward is that failure (crash, timeout, launch failure: the status its
+/// error gives) and never a race: the other orders do not run.
+template <typename T>
+void compare_thread_orders(const ScanFn<T>& fn, const std::vector<T>& input, RunRecord<T>& forward) {
+  using emu::ThreadOrder;
+  for (const ThreadOrder order : {ThreadOrder::Reverse, ThreadOrder::Random}) {
+    emu::clear_error();
+    emu::set_thread_order(order, kRandomOrderSeed);
+    const RunRecord<T> other = run_with_diagnostic(fn, input);
+    forward.not_recomputed = left_unwritten(forward, other);
+    if (!forward.not_recomputed.empty()) break;  // not a race: the call did no work the second time
+    const std::string race = other.error.empty() ? first_difference(forward, other, "forward", emu::to_string(order)) : "";
+    if (other.error.empty() && race.empty()) continue;
+    // the orders disagree: the first order again tells state kept between calls from scheduling
+    emu::clear_error();
+    emu::set_thread_order(ThreadOrder::Forward);
+    forward.not_recomputed = kept_state(forward, run_with_diagnostic(fn, input));
+    if (!forward.not_recomputed.empty()) break;
+    if (!other.error.empty()) {
+      forward.error = "under the " + std::string(emu::to_string(order)) + " thread order: " + other.error +
+                      "\n  (the call completes under the forward order: whether it fails depends on the order in "
+                      "which the block's threads run, so a data race decides it: look for shared or global memory "
+                      "that one thread writes and another reads with no barrier between them)";
+      forward.context_broken = other.context_broken;
+    } else {
+      forward.race = race;
+    }
+    break;
+  }
+  emu::clear_error();
+  emu::set_thread_order(ThreadOrder::Forward);
+}
+
 }  // namespace
 
 template <typename T>
 RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input) {
-  using emu::ThreadOrder;
-  emu::set_thread_order(ThreadOrder::Forward);
-  RunRecord<T> forward = run_on_device(fn, input);
-  if (!forward.error.empty() && *emu::last_diagnostic()) forward.error += "\n  " + std::string(emu::last_diagnostic());
-  if (input.size() <= kThreadOrdersMaxN && !forward.not_implemented) {
-    for (const ThreadOrder order : {ThreadOrder::Reverse, ThreadOrder::Random}) {
-      emu::clear_error();
-      emu::set_thread_order(order, kRandomOrderSeed);
-      const RunRecord<T> other = run_on_device(fn, input);
-      forward.not_recomputed = left_unwritten(forward, other);
-      if (!forward.not_recomputed.empty()) break;  // not a race: the call did no work the second time
-      forward.race = first_difference(forward, other, "forward", emu::to_string(order));
-      if (!forward.race.empty()) {
-        emu::clear_error();
-        emu::set_thread_order(ThreadOrder::Forward);
-        forward.not_recomputed = kept_state(forward, run_on_device(fn, input));
-        if (!forward.not_recomputed.empty()) forward.race.clear();
-        break;
-      }
-    }
-    emu::set_thread_order(ThreadOrder::Forward);
-  }
+  emu::set_thread_order(emu::ThreadOrder::Forward);
+  RunRecord<T> forward = run_with_diagnostic(fn, input);
+  if (input.size() <= kThreadOrdersMaxN && !forward.not_implemented && forward.error.empty())
+    compare_thread_orders(fn, input, forward);
   return forward;
 }
 
 template <typename T>
 RunRecord<T> run_emulated_in_place(const ScanFn<T>& fn, const T* d_in, T* d_zone, std::size_t n,
                                    const std::function<void()>& after_first) {
-  using emu::ThreadOrder;
   const std::size_t g = kGuardElements;
   const std::vector<T> input(d_in, d_in + n);  // emulated device memory is host memory
-  emu::set_thread_order(ThreadOrder::Forward);
+  emu::set_thread_order(emu::ThreadOrder::Forward);
   RunRecord<T> forward = run_in_place(fn, d_in, d_zone + g, n);
   if (after_first) after_first();
   if (!forward.error.empty() && *emu::last_diagnostic()) forward.error += "\n  " + std::string(emu::last_diagnostic());
@@ -128,22 +158,7 @@ RunRecord<T> run_emulated_in_place(const ScanFn<T>& fn, const T* d_in, T* d_zone
     forward.output.assign(d_zone + g, d_zone + g + n);
     forward.guard_after.assign(d_zone + g + n, d_zone + 2 * g + n);
     forward.input_after.assign(d_in, d_in + n);
-    for (const ThreadOrder order : {ThreadOrder::Reverse, ThreadOrder::Random}) {
-      emu::clear_error();
-      emu::set_thread_order(order, kRandomOrderSeed);
-      const RunRecord<T> other = run_on_device(fn, input);
-      forward.not_recomputed = left_unwritten(forward, other);
-      if (!forward.not_recomputed.empty()) break;
-      forward.race = first_difference(forward, other, "forward", emu::to_string(order));
-      if (!forward.race.empty()) {
-        emu::clear_error();
-        emu::set_thread_order(ThreadOrder::Forward);
-        forward.not_recomputed = kept_state(forward, run_on_device(fn, input));
-        if (!forward.not_recomputed.empty()) forward.race.clear();
-        break;
-      }
-    }
-    emu::set_thread_order(ThreadOrder::Forward);
+    compare_thread_orders(fn, input, forward);
   }
   return forward;
 }

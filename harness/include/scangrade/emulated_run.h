@@ -18,6 +18,12 @@ inline constexpr std::size_t kEmulationMaxN = (std::size_t{1} << 22) + 1;
 inline constexpr std::size_t kThreadOrdersMaxN = std::size_t{1} << 16;
 
 /// run_on_device under each thread order; RunRecord::race says where the outputs differ.
+/// The rule: race only when every order ran to completion and the results differ. A call that fails
+/// under the forward order is that failure (its error: crash) and the other orders do not run; one
+/// that completes under forward but fails under another order is a crash too, whose error names the
+/// order and says forward completes (a failure some schedules show is one the GPU can show). When the
+/// orders disagree, forward runs once more: a different result in the same order is state kept
+/// between calls (RunRecord::not_recomputed), neither race nor crash.
 template <typename T>
 RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input);
 

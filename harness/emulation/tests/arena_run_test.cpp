@@ -1,0 +1,145 @@
+// The emulated run of one slot call (harness/src/emulated_run.cpp) over the arena: the thread-order
+// rule (race only when every order completed), and two gallery-like wrong examples judged as a GPU
+// judges them. Each case goes through run_emulated and judge(), as `make test` runs a case.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <scangrade/check.h>
+#include <scangrade/emu.h>
+#include <scangrade/emulated_run.h>
+#include <scangrade/oracle.h>
+
+#include "arena_kernels.h"
+
+namespace {
+
+using namespace scangrade;
+
+class ArenaRun : public ::testing::Test {
+ protected:
+  void SetUp() override { emu::reset(); }
+  void TearDown() override { emu::reset(); }
+};
+
+Case inclusive_case(std::size_t n) {
+  Case c;
+  c.id = "arena_n" + std::to_string(n);
+  c.slot = Slot::Hierarchical;
+  c.dtype = DType::Int32;
+  c.kind = ScanKind::Inclusive;
+  c.n = n;
+  c.values = ValueKind::Random;
+  c.why = "arena test";
+  return c;
+}
+
+std::vector<std::int32_t> small_values(std::size_t n) {
+  std::vector<std::int32_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int32_t>((i * 37 + 11) % 7) + 1;
+  return v;
+}
+
+struct Judged {
+  RunRecord<std::int32_t> run;
+  Verdict verdict;
+};
+
+Judged judge_emulated(void (*slot)(const std::int32_t*, std::int32_t*, std::size_t, cudaStream_t), std::size_t n) {
+  const std::vector<std::int32_t> input = small_values(n);
+  const std::vector<double> expected = oracle_scan(input, ScanKind::Inclusive);
+  Judged j;
+  j.run = run_emulated<std::int32_t>(slot, input);
+  j.verdict = judge(inclusive_case(n), input, expected, j.run);
+  return j;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// ---- the thread-order rule ----------------------------------------------------------------------
+
+TEST_F(ArenaRun, CorrectSlotPasses) {
+  const Judged j = judge_emulated(arena_test::correct_scan, 1000);
+  EXPECT_EQ(j.verdict.status, Status::Pass) << j.verdict.message;
+}
+
+TEST_F(ArenaRun, GenuineRaceIsStillARace) {
+  const Judged j = judge_emulated(arena_test::racy_scan, 1000);
+  EXPECT_EQ(j.verdict.status, Status::Race) << j.verdict.message;
+  EXPECT_TRUE(contains(j.verdict.message, "depends on thread scheduling")) << j.verdict.message;
+}
+
+TEST_F(ArenaRun, CrashUnderEveryOrderIsThatCrashNotARace) {
+  const Judged j = judge_emulated(arena_test::null_write_scan, 1000);
+  EXPECT_EQ(j.verdict.status, Status::Crash) << j.verdict.message;
+  EXPECT_TRUE(j.run.race.empty()) << j.run.race;
+  EXPECT_TRUE(j.run.context_broken);  // as after an illegal address on a GPU: the worker starts afresh
+  EXPECT_TRUE(contains(j.verdict.message, "cudaErrorIllegalAddress: an illegal memory access was encountered"))
+      << j.verdict.message;
+  EXPECT_TRUE(contains(j.verdict.message, "through a null pointer")) << j.verdict.message;
+}
+
+TEST_F(ArenaRun, CrashUnderSomeOrdersIsACrashThatNamesTheOrder) {
+  const Judged j = judge_emulated(arena_test::order_dependent_crash_scan, 1000);
+  EXPECT_EQ(j.verdict.status, Status::Crash) << j.verdict.message;
+  EXPECT_TRUE(j.run.race.empty()) << j.run.race;
+  EXPECT_TRUE(contains(j.verdict.message, "under the reverse thread order")) << j.verdict.message;
+  EXPECT_TRUE(contains(j.verdict.message, "completes under the forward order")) << j.verdict.message;
+  EXPECT_TRUE(contains(j.verdict.message, "an illegal memory access was encountered")) << j.verdict.message;
+  // the process carries on: the next call is judged normally
+  EXPECT_EQ(judge_emulated(arena_test::correct_scan, 1000).verdict.status, Status::Pass);
+}
+
+TEST_F(ArenaRun, ProcessSurvivesEveryFailure) {
+  for (int i = 0; i < 3; ++i) {
+    const Judged crashed = judge_emulated(arena_test::null_write_scan, 33);
+    EXPECT_EQ(crashed.verdict.status, Status::Crash);
+    ASSERT_TRUE(crashed.run.context_broken);
+    // the sticky error stays, as on a GPU, until the grader's fresh worker (here: clear_error)
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, 4), cudaErrorIllegalAddress);
+    emu::clear_error();
+    EXPECT_EQ(judge_emulated(arena_test::correct_scan, 33).verdict.status, Status::Pass);
+  }
+}
+
+// ---- gallery-like wrong examples ----------------------------------------------------------------
+
+// A tile kernel without a bounds check: up to 255 elements written past d_out. On a GPU they land in
+// the harness's guard zone and the allocation's slack: out_of_bounds_write. Emulated they used to run
+// into the malloc heap (SIGBUS, "free(): invalid size"): crash.
+TEST_F(ArenaRun, UncheckedTileScanIsAnOutOfBoundsWrite) {
+  for (std::size_t n : {std::size_t{300},       // 212 elements past d_out: through the guard zone into the slack
+                        std::size_t{1000},      // 24 past: inside the guard zone
+                        std::size_t{70000},     // above the thread-order limit: forward order only
+                        (std::size_t{1} << 19) + 1})  // d_in 4 bytes over 2 MiB: a new granule, 255 reads into it
+  {
+    const Judged j = judge_emulated(arena_test::unchecked_tile_scan, n);
+    EXPECT_EQ(j.verdict.status, Status::OutOfBoundsWrite) << "n = " << n << ": " << j.verdict.message;
+    EXPECT_TRUE(contains(j.verdict.message, "wrote past the end of the output")) << j.verdict.message;
+  }
+}
+
+// Host code that cudaFree's memory it never allocated (a std::vector's data). The CUDA runtime returns
+// cudaErrorInvalidValue and records it as the last error; the harness's cudaGetLastError after the call
+// finds it: crash, with the emulator's reason. Nothing is freed and the process carries on.
+TEST_F(ArenaRun, FreeOfAPointerNeverAllocatedIsTheGpusError) {
+  const Judged j = judge_emulated(arena_test::frees_host_vector, 1000);
+  EXPECT_EQ(j.verdict.status, Status::Crash) << j.verdict.message;
+  EXPECT_FALSE(j.run.context_broken);  // an ordinary error, not sticky
+  EXPECT_TRUE(contains(j.verdict.message, "cudaErrorInvalidValue: invalid argument")) << j.verdict.message;
+  EXPECT_TRUE(contains(j.verdict.message, "was not returned by cudaMalloc")) << j.verdict.message;
+  EXPECT_EQ(judge_emulated(arena_test::correct_scan, 1000).verdict.status, Status::Pass);
+}
+
+// The same bug, but the student checks cudaFree's result and clears the error: the output decides.
+TEST_F(ArenaRun, FreeOfAPointerNeverAllocatedCheckedAndClearedPasses) {
+  const Judged j = judge_emulated(arena_test::frees_host_vector_checked, 1000);
+  EXPECT_EQ(j.verdict.status, Status::Pass) << j.verdict.message;
+}
+
+}  // namespace
