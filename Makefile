@@ -60,9 +60,14 @@ gallery: configure
 	cmake --build $(BUILD) -j $(JOBS) --target scangrade_grader
 	python3 grading/gallery.py --build-dir $(BUILD) --backend $(BACKEND)
 
+# make batch SUBMISSIONS=dir SLURM=1 [SLURM_FLAGS="--partition gpu --time 1:00:00 --tasks 8"]: the same class
+# graded on a Slurm cluster (one array job, then the gradebook; README, 'Grading a whole class on a Slurm
+# cluster'). The backend is the grading nodes', not this machine's: SLURM_BACKEND=gpu (default) or emulate
+# (or make ... SCANGRADE_BACKEND=emulate on make's command line).
+BATCH_BACKEND := $(if $(SLURM),$(or $(SLURM_BACKEND),$(if $(filter command line,$(origin SCANGRADE_BACKEND)),$(SCANGRADE_BACKEND)),gpu),$(BACKEND))
 batch: configure
 	cmake --build $(BUILD) -j $(JOBS) --target scangrade_grader
-	python3 grading/batch.py $(SUBMISSIONS) --out $(or $(OUT),grading-results/batch) --build-dir $(BUILD) --backend $(BACKEND) $(if $(SUITE),--suite $(SUITE)) $(GRADE_FLAGS)
+	python3 grading/batch.py $(SUBMISSIONS) --out $(or $(OUT),grading-results/batch) --build-dir $(BUILD) --backend $(BATCH_BACKEND) $(if $(SUITE),--suite $(SUITE)) $(if $(SLURM),--slurm $(SLURM_FLAGS)) $(GRADE_FLAGS)
 
 gradescope:
 	python3 grading/platforms/gradescope/make_bundle.py --out $(or $(BUNDLE),scangrade-gradescope.zip) $(BUNDLE_FLAGS)

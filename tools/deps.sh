@@ -11,6 +11,12 @@ have_header gtest/gtest.h || missing+=(libgtest-dev)
 command -v cmake >/dev/null || missing+=(cmake)
 have_header boost/context/fiber.hpp || missing+=(libboost-context-dev)  # the CPU emulation backend
 command -v bwrap >/dev/null || [ -x .deps/bwrap-root/usr/bin/bwrap ] || missing+=(bubblewrap)  # the sandbox around student code
+# Optional: a one-node Slurm cluster for batch.py --slurm's tests (grading/tests/slurm_cluster.py starts
+# munged, slurmctld and slurmd from these); installed with the rest when root, else those tests skip.
+optional=()
+have_sbin() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
+{ have_sbin slurmctld && have_sbin slurmd && command -v sbatch >/dev/null; } || optional+=(slurm-wlm)
+{ have_sbin munged && have_sbin mungekey; } || optional+=(munge)
 
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "deps: nvcc not found: install the CUDA toolkit (12.x or 13.x) and put its bin/ on PATH" >&2
@@ -21,6 +27,15 @@ fi
 if ! python3 -c "import pytest, jsonschema, jinja2, yaml, tqdm" 2>/dev/null; then
   echo "deps: installing requirements-dev.txt with pip"
   python3 -m pip install -q -r requirements-dev.txt || echo "deps: warning: could not install requirements-dev.txt: batch.py and the Python tests will fail" >&2
+fi
+if [ ${#optional[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "deps: installing ${optional[*]} (the Slurm tests' one-node cluster)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${optional[@]}" >/dev/null; } || echo "deps: warning: could not install ${optional[*]}: the Slurm tests will skip" >&2
+  else
+    echo "deps: note: ${optional[*]} not installed: the Slurm tests will skip (sudo apt-get install -y ${optional[*]})" >&2
+  fi
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -1236,7 +1236,7 @@ def explain_not_run(run: Path | None, array_job: str | None, k: int | None, stat
                     why: str, headers: dict[int, dict]) -> str:
     """Why a student has no grade: its task's Slurm state and the last line of its log."""
     if run is None or array_job is None or k is None:
-        return "not graded: no stamp.json matches this run (grade it with --slurm)"
+        return "no stamp.json matches this run's settings (grade it with --slurm)"
     task = f"Slurm task {k} of job {array_job}"
     state = states.get(k)
     if state is None:
@@ -1248,8 +1248,7 @@ def explain_not_run(run: Path | None, array_job: str | None, k: int | None, stat
     started = "" if k in headers else "; it never started grading"
     logfile = run / "logs" / f"task-{array_job}_{k}.out"
     last = slurm.last_log_line(logfile)
-    return (f"not graded: {task} {where} before grading it{started}; log {logfile}"
-            + (f": {last}" if last else ""))
+    return f"{task} {where} before grading it{started}; log {logfile}" + (f": {last}" if last else "")
 
 
 def append_records_once(batch_log: Path, run: Path, records: dict[str, dict]) -> None:
