@@ -2,21 +2,46 @@
 """Rewrite a CUDA source file so that the host compiler can build it against the ScanGrade emulator.
 
 The student's .cu file is not modified; the rewritten copy (an ordinary C++17 file) is written to
-OUT. Three things change, everything else is copied verbatim:
+OUT. These things change, everything else is copied verbatim:
 
   * kernel<<<grid, block[, smem[, stream]]>>>(args...)   becomes a call of the emulator's launcher
     with a generic lambda that calls kernel(args...), so kernel templates deduce their arguments;
+    launches written inside #define bodies are rewritten there (see "Kernel launches" below);
   * extern __shared__ T name[];                            becomes a pointer to the launch's dynamic
     shared memory;
   * __shared__ T name[N]...;  (static shared memory)       becomes a reference to storage that the
-    threads of a block share, fresh for every block, one per declaration site and type.
+    threads of a block share, fresh for every block, one per declaration site and type;
+  * the body of every __global__ function defined at namespace scope starts with a registration of
+    the kernel's address, so that cudaLaunchKernel((void*)kernel, ...) finds the kernel's parameter
+    types (template kernels register each instantiation).
 
-Local headers included in quotes that contain launches or __shared__ declarations are rewritten
-too (next to OUT, with the #include pointed at the copy). The output starts with an #include of the emulator's cuda_runtime.h (nvcc includes it implicitly)
-and #line directives keep compiler messages and __FILE__/__LINE__ pointing at the student's
-file:line. Launches and __shared__ declarations written inside #define macros are not rewritten
-(the compiler then reports them). Exit status: 0 on success, 1 when the input cannot be parsed
-(with a file:line: error: message on stderr), 2 on bad usage.
+Local headers included in quotes that need any of this are rewritten too (next to OUT, with the
+#include pointed at the copy). The output starts with an #include of the emulator's cuda_runtime.h
+(nvcc includes it implicitly) and #line directives keep compiler messages and __FILE__/__LINE__
+pointing at the student's file:line. Groups under a literal `#if 0` are left alone.
+
+Kernel launches: the rule nvcc's front end applies, measured on nvcc 13, is implemented on tokens
+(comments are whitespace; a backslash-newline joins lines):
+  * the launch opens with `<<<`, or `<<` followed on the SAME line by `<` (`k << <g, b >> > (x)`,
+    Visual Studio's formatting); `<<` then `<` on the next line, `< <<` and `< < <` are not launches
+    (nvcc rejects them, and so does the host compiler); `operator<<<T>` is not a launch;
+  * the configuration ends at the first `>>>`, or `>>` followed by `>` (any whitespace, comments or
+    line breaks between), outside (), [] and {}; `>` and `>>` elsewhere are operators or close
+    template arguments (`k<<<W<W<1>>::v, n >> 1>>>` works; `> >>`, `> > >` and `>>>>` do not close);
+    it holds 1 to 4 arguments, the block defaulting to 1 as in nvcc;
+  * the kernel is the postfix expression before the launch: a name (qualified, with template
+    arguments), a call, a subscript, a member access, or a parenthesized expression: `ns::k<T, 4>`,
+    `table[i]`, `(flag ? k1 : k2)`, `get()`, `s.kp`, `(*kp)`; an expression that is not a plain name
+    is evaluated once per launch, as nvcc does;
+  * `(args)` follows, with any whitespace or line breaks between.
+A launch in a #define body is rewritten in place (its line breaks stay backslash-continued); one that
+is incomplete there (`#define OPEN <<<`) is left as it is, so the host compiler rejects it where the
+macro is used. A launch in an argument of a function-like macro defined in the file or in a local
+header is an error when its commas, outside parentheses, would split that argument (nvcc's
+preprocessor splits it too and reports the argument count).
+
+Exit status: 0 on success, 1 when the input cannot be parsed (with a file:line: error: message on
+stderr), 2 on bad usage.
 """
 
 from __future__ import annotations
@@ -25,19 +50,23 @@ import argparse
 import bisect
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 LAUNCHER = "::scangrade::emu::detail::launch"
-CONFIG = "::scangrade::emu::detail::LaunchConfig"
+CONFIG = "::scangrade::emu::detail::launch_config"
 BLOCK_SHARED = "::scangrade::emu::detail::block_shared"
 DYNAMIC_SHARED = "::scangrade::emu::detail::dynamic_shared"
+KERNEL_REGISTERED = "::scangrade::emu::detail::kernel_registered"
 
-# identifiers that can end an expression statement's prefix but never name a kernel
-KEYWORDS = {
+# identifiers that never name a kernel or a callee: keywords that end or start a statement or a type
+NOT_A_NAME = {
     "return", "else", "do", "case", "default", "throw", "co_await", "co_return", "co_yield", "if",
-    "while", "for", "switch", "sizeof", "new", "delete", "goto", "typedef", "using", "static",
-    "extern", "const", "volatile", "auto", "void", "int", "unsigned", "float", "double", "char",
+    "while", "for", "switch", "catch", "sizeof", "alignof", "typeid", "noexcept", "new", "delete",
+    "goto", "typedef", "using", "static", "extern", "const", "volatile", "auto", "void", "int",
+    "unsigned", "signed", "float", "double", "char", "bool", "short", "long", "constexpr", "inline",
+    "operator", "static_assert", "and", "or", "not", "xor", "bitand", "bitor", "compl", "not_eq",
+    "and_eq", "or_eq", "xor_eq", "template", "typename", "class", "struct", "union", "enum",
 }
 
 
@@ -62,39 +91,58 @@ NUMBER_RE = re.compile(r"\.?[0-9](?:[eEpP][+-]|'[0-9A-Za-z]|[0-9A-Za-z_.])*")
 RAW_PREFIXES = ("R", "u8R", "uR", "UR", "LR")
 INCLUDE_RE = re.compile(r'#\s*include\s*"([^"]+)"')
 PRAGMA_UNROLL_RE = re.compile(r"#\s*pragma\s+unroll\b")
+DIRECTIVE_RE = re.compile(r"#\s*([A-Za-z_]+)")
+DEFINE_RE = re.compile(r"#\s*define\s+([A-Za-z_$][A-Za-z0-9_$]*)")
+UNDEF_RE = re.compile(r"#\s*undef\s+([A-Za-z_$][A-Za-z0-9_$]*)")
+IF_CONSTANT_RE = re.compile(r"#\s*(?:el)?if\s+(0|1|false|true)\s*(?://.*|/\*.*)?$", re.S)
+LINE_SPLICE_RE = re.compile(r"\\\r?\n")
 STRING_PREFIXES = ("u8", "u", "U", "L")
 
 
 class Source:
-    """The input text, its tokens and a line index."""
+    """The input text, its tokens and a line index. `directive_body`: the text is the body of a
+    #define (it starts mid-line, and a `#` in it is an operator, not a directive)."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, directive_body: bool = False):
         self.text = text
         self.newlines = [i for i, c in enumerate(text) if c == "\n"]
+        self.directive_body = directive_body
         self.tokens = self._tokenize()
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.newlines, offset - 1) + 1
 
-    def _quoted(self, i: int, quote: str) -> int:
-        """End offset of the string or char literal whose opening quote is at i."""
+    def _quoted(self, i: int, quote: str) -> int | None:
+        """End offset of the string or char literal whose opening quote is at i (None: unterminated,
+        which only the compiler may call an error: it can sit in a group the preprocessor skips)."""
         text, n = self.text, len(self.text)
         j = i + 1
         while j < n and text[j] != quote:
             if text[j] == "\\":
                 j += 1
             elif text[j] == "\n":
-                raise RewriteError(self.line_of(i), "unterminated string or character literal")
+                return None
             j += 1
-        if j >= n:
-            raise RewriteError(self.line_of(i), "unterminated string or character literal")
-        return j + 1
+        return j + 1 if j < n else None
+
+    def _directive_end(self, i: int) -> int:
+        """End offset of the directive starting at i: its last line's newline (not included)."""
+        text, n = self.text, len(self.text)
+        j = i
+        while True:
+            k = text.find("\n", j)
+            if k < 0:
+                return n
+            if text[k - 1] == "\\" or (text[k - 1] == "\r" and text[k - 2] == "\\"):
+                j = k + 1
+                continue
+            return k
 
     def _tokenize(self) -> list[Token]:
         text, n = self.text, len(self.text)
         tokens: list[Token] = []
         i = 0
-        line_start = True
+        line_start = not self.directive_body
 
         def add(kind: str, start: int, end: int) -> None:
             tokens.append(Token(kind, start, end, text[start:end]))
@@ -104,10 +152,11 @@ class Source:
             if c == "\n":
                 add("nl", i, i + 1)
                 i += 1
-                line_start = True
+                line_start = not self.directive_body
                 continue
-            if c in " \t\r\f\v" or (c == "\\" and text.startswith("\n", i + 1)):
-                j = i + (2 if c == "\\" else 1)
+            splice = LINE_SPLICE_RE.match(text, i) if c == "\\" else None
+            if c in " \t\r\f\v" or splice:
+                j = splice.end() if splice else i + 1
                 add("ws", i, j)
                 i = j
                 continue
@@ -125,17 +174,7 @@ class Source:
                 i = j + 2
                 continue
             if c == "#" and line_start:
-                j = i
-                while True:
-                    k = text.find("\n", j)
-                    if k < 0:
-                        j = n
-                        break
-                    if text[k - 1] == "\\":
-                        j = k + 1
-                        continue
-                    j = k
-                    break
+                j = self._directive_end(i)
                 add("pp", i, j)
                 i = j
                 continue
@@ -152,13 +191,15 @@ class Source:
                         raise RewriteError(self.line_of(i), "unterminated raw string literal")
                     add("string", i, end + len(delim) + 2)
                     i = end + len(delim) + 2
-                elif word in STRING_PREFIXES and j < n and text[j] in "\"'":
+                    continue
+                if word in STRING_PREFIXES and j < n and text[j] in "\"'":
                     end = self._quoted(j, text[j])
-                    add("string" if text[j] == '"' else "char", i, end)
-                    i = end
-                else:
-                    add("ident", i, j)
-                    i = j
+                    if end is not None:
+                        add("string" if text[j] == '"' else "char", i, end)
+                        i = end
+                        continue
+                add("ident", i, j)
+                i = j
                 continue
             m = NUMBER_RE.match(text, i)
             if m:
@@ -167,9 +208,10 @@ class Source:
                 continue
             if c in "\"'":
                 end = self._quoted(i, c)
-                add("string" if c == '"' else "char", i, end)
-                i = end
-                continue
+                if end is not None:
+                    add("string" if c == '"' else "char", i, end)
+                    i = end
+                    continue
             if text.startswith("::", i) or text.startswith("->", i):
                 add("punct", i, i + 2)
                 i += 2
@@ -179,6 +221,42 @@ class Source:
         return tokens
 
 
+def live_tokens(tokens: list[Token]) -> list[Token]:
+    """The significant tokens (code and directives) outside the groups that a literal `#if 0` (or an
+    `#else` after `#if 1`, and so on) makes the preprocessor skip."""
+    out: list[Token] = []
+    stack: list[list[bool]] = []  # per open conditional: [this group is skipped, a group was taken for sure]
+    for t in tokens:
+        if t.kind in ("ws", "nl", "comment"):
+            continue
+        skipping = any(dead for dead, _ in stack)
+        if t.kind == "pp":
+            m = DIRECTIVE_RE.match(t.text)
+            name = m.group(1) if m else ""
+            constant = IF_CONSTANT_RE.match(t.text)
+            value = None if constant is None else constant.group(1) in ("1", "true")
+            if name in ("if", "ifdef", "ifndef"):
+                stack.append([False, False] if name != "if" or value is None else [not value, value])
+            elif name in ("elif", "elifdef", "elifndef", "else") and stack:
+                top = stack[-1]
+                if top[1]:
+                    top[0] = True
+                elif name == "elif" and value is not None:
+                    top[0], top[1] = not value, value
+                else:
+                    top[0] = False
+            elif name == "endif" and stack:
+                stack.pop()
+            # a conditional directive stays as a statement boundary unless it is itself skipped
+            if skipping and any(dead for dead, _ in stack):
+                continue
+            out.append(t)
+            continue
+        if not skipping:
+            out.append(t)
+    return out
+
+
 @dataclass
 class Edit:
     start: int
@@ -186,17 +264,47 @@ class Edit:
     replacement: str
 
 
+@dataclass
+class Macro:
+    """A function-like macro: how many named parameters, and whether it takes `...`."""
+
+    params: int
+    variadic: bool
+
+
+def parse_define(text: str) -> tuple[str, Macro | None, int] | None:
+    """(name, Macro for a function-like macro else None, offset of the body) of a #define line."""
+    m = DEFINE_RE.match(text)
+    if not m:
+        return None
+    name, pos = m.group(1), m.end()
+    if not text.startswith("(", pos):
+        return name, None, pos
+    close = text.find(")", pos)
+    if close < 0:
+        return None
+    params = [p.strip() for p in LINE_SPLICE_RE.sub(" ", text[pos + 1:close]).split(",")]
+    params = [p for p in params if p]
+    variadic = bool(params) and params[-1].endswith("...")
+    return name, Macro(len(params) - (1 if variadic else 0), variadic), close + 1
+
+
 OPENERS = {"(": ")", "[": "]", "{": "}"}
 CLOSERS = {")": "(", "]": "[", "}": "{"}
 
 
 class Rewriter:
-    def __init__(self, source: Source, display_name: str, include_hook=None):
+    """Rewrites one file (or, with `in_macro`, one #define body: launches only)."""
+
+    def __init__(self, source: Source, display_name: str, include_hook=None,
+                 macros: dict[str, Macro] | None = None, in_macro: bool = False):
         self.src = source
         self.display = display_name
         self.include_hook = include_hook  # quoted include name -> replacement path or None
+        self.macros = {} if macros is None else macros  # function-like macros seen so far
+        self.in_macro = in_macro
         # significant tokens: code and preprocessor lines (which act as statement boundaries)
-        self.sig = [t for t in source.tokens if t.kind not in ("ws", "nl", "comment")]
+        self.sig = live_tokens(source.tokens)
         self.edits: list[Edit] = []
         self.line_inserts: dict[int, list[str]] = {}  # line number -> directives inserted before it
         self.counter = 0
@@ -204,22 +312,30 @@ class Rewriter:
     # ---- helpers --------------------------------------------------------------------------------
 
     def line(self, k: int) -> int:
-        return self.src.line_of(self.sig[k].start)
+        return self.src.line_of(self.sig[max(0, min(k, len(self.sig) - 1))].start)
 
     def error(self, k: int, message: str) -> RewriteError:
-        return RewriteError(self.line(min(k, len(self.sig) - 1)), message)
+        return RewriteError(self.line(k), message)
 
     def is_punct(self, k: int, text: str) -> bool:
         return 0 <= k < len(self.sig) and self.sig[k].kind == "punct" and self.sig[k].text == text
 
+    def is_name(self, k: int) -> bool:
+        """True when token k is an identifier that can name a kernel or a callee."""
+        return 0 <= k < len(self.sig) and self.sig[k].kind == "ident" and self.sig[k].text not in NOT_A_NAME
+
+    def gap(self, a: int, b: int) -> str:
+        """The text between tokens a and b, line splices removed (the preprocessor's view)."""
+        return LINE_SPLICE_RE.sub("", self.src.text[self.sig[a].end:self.sig[b].start])
+
+    def joined(self, a: int, b: int) -> bool:
+        """True when tokens a and b (= a + 1) are written without anything between them."""
+        return 0 <= a and b < len(self.sig) and self.gap(a, b) == ""
+
     def adjacent(self, k: int, text: str, count: int) -> bool:
         """True when tokens k .. k+count-1 are `text`, written without spaces between them."""
-        for d in range(count):
-            if not self.is_punct(k + d, text):
-                return False
-            if d and self.sig[k + d].start != self.sig[k + d - 1].end:
-                return False
-        return True
+        return all(self.is_punct(k + d, text) and (d == 0 or self.joined(k + d - 1, k + d))
+                   for d in range(count))
 
     def match_forward(self, k: int) -> int:
         """Index of the bracket closing the one at k."""
@@ -237,88 +353,91 @@ class Rewriter:
                     return j
         raise self.error(k, f"'{self.sig[k].text}' is never closed")
 
-    def match_backward(self, k: int, open_text: str, close_text: str) -> int:
-        """Index of the `open_text` matching the `close_text` at k (angle brackets skip (...) groups)."""
-        depth = 0
-        paren = 0
+    def group_open(self, k: int) -> int:
+        """Index of the bracket opening the group that the ')', ']' or '}' at k closes."""
+        stack = []
         for j in range(k, -1, -1):
             t = self.sig[j]
             if t.kind == "pp":
                 break
             if t.kind != "punct":
                 continue
-            if open_text == "<" and t.text in (")", "]"):
-                paren += 1
-            elif open_text == "<" and t.text in ("(", "["):
-                paren -= 1
-            elif paren == 0 and t.text == close_text:
-                depth += 1
-            elif paren == 0 and t.text == open_text:
-                depth -= 1
-                if depth == 0:
+            if t.text in CLOSERS:
+                stack.append(CLOSERS[t.text])
+            elif t.text in OPENERS:
+                if not stack or stack.pop() != t.text:
+                    break
+                if not stack:
                     return j
-            if open_text == "<" and t.text in (";", "{", "}"):
+        raise self.error(k, f"cannot match '{self.sig[k].text}' before the kernel launch")
+
+    def template_open(self, k: int) -> int:
+        """Index of the '<' opening the template argument list that the '>' at k closes. A '<' with
+        no name before it is a less-than inside the list (`k<int, 1 < 2>`); `<<`, `<=`, `>=` are
+        operators."""
+        depth = 0
+        j = k
+        while j >= 0:
+            t = self.sig[j]
+            if t.kind == "pp" or (t.kind == "punct" and t.text in (";", "{", "(", "[")):
                 break
-        raise self.error(k, f"cannot match '{close_text}' before the kernel launch")
+            if t.kind == "punct" and t.text in CLOSERS:
+                j = self.group_open(j) - 1
+                continue
+            followed_by_eq = self.is_punct(j + 1, "=") and self.joined(j, j + 1)
+            if self.is_punct(j, ">") and not followed_by_eq:
+                depth += 1
+            elif self.is_punct(j, "<") and not followed_by_eq:
+                shift = ((self.is_punct(j + 1, "<") and self.joined(j, j + 1))
+                         or (self.is_punct(j - 1, "<") and self.joined(j - 1, j)))
+                if not shift:
+                    depth -= 1
+                    if depth == 0:
+                        if self.is_name(j - 1) or (j > 0 and self.sig[j - 1].text == "operator"):
+                            return j
+                        depth = 1
+            j -= 1
+        raise self.error(k, "cannot match '>' before the kernel launch")
+
+    def flat(self, a: int, b: int) -> str:
+        """Tokens a .. b on one line: comments and line breaks become one space."""
+        parts = [self.sig[a].text]
+        for j in range(a + 1, b + 1):
+            parts.append(("" if self.joined(j - 1, j) else " ") + self.sig[j].text)
+        return "".join(parts)
 
     def text_between(self, a: int, b: int) -> str:
         return self.src.text[a:b]
 
+    def newlines(self, a: int, b: int) -> str:
+        """As many line breaks as the text between offsets a and b has (backslash-continued inside a
+        #define), so that every later line keeps its number."""
+        return ("\\\n" if self.in_macro else "\n") * self.src.text.count("\n", a, b)
+
     # ---- kernel launches ------------------------------------------------------------------------
 
-    def kernel_start(self, k: int) -> int:
-        """Index of the first token of the kernel expression that ends at token k."""
-        while True:
-            t = self.sig[k]
-            if t.kind == "ident" and t.text not in KEYWORDS:
-                start = k
-            elif self.is_punct(k, ">"):
-                lt = self.match_backward(k, "<", ">")
-                if lt == 0 or self.sig[lt - 1].kind != "ident":
-                    raise self.error(k, "cannot find the kernel name before '<<<'")
-                start = lt - 1
-            elif self.is_punct(k, ")") or self.is_punct(k, "]"):
-                opener = "(" if t.text == ")" else "["
-                start = self.match_backward(k, opener, t.text)
-                # a call or subscript continues to the left: f(x), arr[i]
-                prev = start - 1
-                if prev >= 0 and ((self.sig[prev].kind == "ident" and self.sig[prev].text not in KEYWORDS)
-                                  or self.sig[prev].text in (")", "]", ">")):
-                    k = prev
-                    continue
-                if t.text == "]":
-                    raise self.error(k, "cannot parse the kernel expression before '<<<'")
-            else:
-                raise self.error(k, "cannot find the kernel name before '<<<'")
-            # qualifiers and member access continue to the left
-            prev = start - 1
-            if prev >= 0 and self.sig[prev].kind == "ident" and self.sig[prev].text == "template":
-                start, prev = prev, prev - 1
-            if prev >= 0 and self.sig[prev].kind == "punct" and self.sig[prev].text in ("::", ".", "->"):
-                before = prev - 1
-                if before >= 0 and (self.sig[before].kind == "ident" and self.sig[before].text not in KEYWORDS
-                                    or self.sig[before].text in (">", ")", "]")):
-                    k = before
-                    continue
-                if self.sig[prev].text == "::":
-                    return prev  # ::kernel
-                raise self.error(prev, "cannot parse the kernel expression before '<<<'")
-            return start
+    def launch_open(self, k: int) -> int | None:
+        """When a launch opens at token k (`<<<`, or `<<` and `<` on the same line), the index of
+        its third '<'."""
+        if not (self.is_punct(k, "<") and self.is_punct(k + 1, "<") and self.joined(k, k + 1)):
+            return None
+        if self.is_punct(k - 1, "<") and self.joined(k - 1, k):
+            return None  # inside a longer run of '<'
+        if k > 0 and self.sig[k - 1].kind == "ident" and self.sig[k - 1].text == "operator":
+            return None  # operator<<<T> names a specialization of operator<<
+        if not self.is_punct(k + 2, "<") or "\n" in self.gap(k + 1, k + 2):
+            return None
+        return k + 2
 
-    def rewrite_launch(self, k: int) -> int:
-        """Rewrites the launch whose '<<<' starts at token k; returns the index after it."""
-        if k == 0:
-            raise self.error(k, "'<<<' without a kernel before it")
-        first = self.kernel_start(k - 1)
-        # configuration: up to '>>>' at bracket depth 0
-        j = k + 3
+    def launch_close(self, j: int) -> tuple[int, int]:
+        """Scans the configuration that starts at token j; returns the index of the closing
+        `>>>`'s first '>' and the index after it."""
+        start = j
         depth = 0
         while True:
-            if j >= len(self.sig):
-                raise self.error(k, "kernel launch: '<<<' is never closed by '>>>'")
+            if j >= len(self.sig) or self.sig[j].kind == "pp":
+                raise self.error(start - 1, "kernel launch: '<<<' is never closed by '>>>'")
             t = self.sig[j]
-            if t.kind == "pp":
-                raise self.error(k, "kernel launch: '<<<' is never closed by '>>>'")
             if t.kind == "punct":
                 if t.text in OPENERS:
                     depth += 1
@@ -327,36 +446,316 @@ class Rewriter:
                     if depth < 0:
                         raise self.error(j, f"kernel launch: unbalanced '{t.text}' in the launch configuration")
                 elif t.text == ";" and depth == 0:
-                    raise self.error(k, "kernel launch: '<<<' is never closed by '>>>'")
-                elif depth == 0 and self.adjacent(j, ">", 3):
-                    break
+                    raise self.error(start - 1, "kernel launch: '<<<' is never closed by '>>>'")
+                elif t.text == ">" and depth == 0:
+                    run = 1
+                    while self.is_punct(j + run, ">") and self.joined(j + run - 1, j + run):
+                        run += 1
+                    if run >= 3:
+                        return j, j + 3
+                    lone_next = (self.is_punct(j + 2, ">")
+                                 and not (self.is_punct(j + 3, ">") and self.joined(j + 2, j + 3))
+                                 and not (self.is_punct(j + 3, "=") and self.joined(j + 2, j + 3)))
+                    if run == 2 and lone_next:
+                        return j, j + 3
+                    j += run
+                    continue
             j += 1
-        close_cfg = j
-        config = self.text_between(self.sig[k + 2].end, self.sig[close_cfg].start)
-        if not config.strip():
-            raise self.error(k, "kernel launch: the configuration <<<grid, block[, smem[, stream]]>>> is empty")
-        paren = close_cfg + 3
-        if not self.is_punct(paren, "("):
-            raise self.error(close_cfg, "kernel launch: expected '(' and the kernel arguments after '>>>'")
-        close = self.match_forward(paren)
-        args = self.text_between(self.sig[paren].end, self.sig[close].start)
-        kernel = self.text_between(self.sig[first].start, self.sig[k - 1].end)
 
-        span_start, span_end = self.sig[first].start, self.sig[close].end
-        flat_kernel = " ".join(kernel.split())
-        gap1 = self.text_between(self.sig[k - 1].end, self.sig[k].start)  # kernel .. '<<<'
-        gap2 = self.text_between(self.sig[close_cfg + 2].end, self.sig[paren].start)  # '>>>' .. '('
-        newlines_before_config = kernel.count("\n") + gap1.count("\n")
-        replacement = (
-            f"{LAUNCHER}(__FILE__, __LINE__, [&](auto&&... sg_emu_args_) {{ {flat_kernel}(sg_emu_args_...); }}, "
-            + "\n" * newlines_before_config
-            + f"{CONFIG}({config})"
-            + "\n" * gap2.count("\n")
-            + (f", {args}" if args.strip() else "")
-            + ")"
-        )
-        self.edits.append(Edit(span_start, span_end, replacement))
-        return close + 1
+    def ends_postfix(self, k: int) -> bool:
+        """True when token k can end a postfix expression that a call or subscript extends."""
+        return self.is_name(k) or self.is_punct(k, ")") or self.is_punct(k, "]") or self.is_punct(k, ">")
+
+    def is_call(self, k: int) -> bool:
+        """True when the ')' at k closes the argument list of a call (not a cast or a condition)."""
+        opener = self.group_open(k)
+        return self.is_name(opener - 1) or self.is_punct(opener - 1, "]") or self.is_punct(opener - 1, ">")
+
+    def lambda_start(self, k: int) -> int | None:
+        """When the '}' at k ends a lambda expression, the index of its '['."""
+        j = self.group_open(k) - 1
+        while j >= 0 and (self.sig[j].kind == "ident" or self.is_punct(j, "->") or self.is_punct(j, "*")
+                          or self.is_punct(j, "&") or self.is_punct(j, "::")):
+            j -= 1  # mutable, constexpr, noexcept, a simple trailing return type
+        if self.is_punct(j, ")"):
+            j = self.group_open(j) - 1
+        if self.is_punct(j, "]"):
+            return self.group_open(j)
+        return None
+
+    def kernel_start(self, k: int) -> tuple[int, bool]:
+        """The first token of the postfix expression that ends at token k (the kernel before a
+        launch), and whether it is a plain name (kernel templates then deduce their arguments)."""
+        if k < 0:
+            raise self.error(0, "'<<<' without a kernel before it")
+        simple = True
+        while True:
+            t = self.sig[k]
+            if self.is_name(k):
+                start = k
+            elif self.is_punct(k, ">"):
+                start = self.template_open(k) - 1
+            elif self.is_punct(k, "]"):
+                simple = False
+                opener = self.group_open(k)
+                if not self.ends_postfix(opener - 1):
+                    raise self.error(k, "cannot parse the kernel expression before '<<<'")
+                k = opener - 1
+                continue
+            elif self.is_punct(k, ")"):
+                simple = False
+                opener = self.group_open(k)
+                prev = opener - 1
+                if self.is_punct(prev, "}") and self.lambda_start(prev) is not None:
+                    k = prev  # an immediately invoked lambda
+                    continue
+                if self.ends_postfix(prev) and not (self.is_punct(prev, ")") and not self.is_call(prev)):
+                    k = prev  # a call: f(x), table[i](x), t<int>(x), f(a)(b)
+                    continue
+                start = opener  # a parenthesized expression (after a cast or a condition)
+            elif self.is_punct(k, "}"):
+                simple = False
+                start = self.lambda_start(k)
+                if start is None:
+                    raise self.error(k, "cannot find the kernel before '<<<'")
+            else:
+                raise self.error(k, "cannot find the kernel before '<<<'")
+            # qualification, member access and (in a macro) token pasting continue to the left
+            prev = start - 1
+            if prev >= 0 and self.sig[prev].kind == "ident" and self.sig[prev].text == "template":
+                start, prev = prev, prev - 1
+            if self.is_punct(prev, "::"):
+                if self.is_name(prev - 1) or self.is_punct(prev - 1, ">"):
+                    k = prev - 1
+                    continue
+                return prev, simple  # ::kernel
+            if self.is_punct(prev, ".") or self.is_punct(prev, "->"):
+                if not self.ends_postfix(prev - 1):
+                    raise self.error(prev, "cannot parse the kernel expression before '<<<'")
+                simple = False
+                k = prev - 1
+                continue
+            if (self.in_macro and self.is_punct(prev, "#") and self.is_punct(prev - 1, "#")
+                    and self.joined(prev - 1, prev) and prev >= 2):
+                k = prev - 2  # name ## suffix
+                continue
+            return start, simple
+
+    def plain_name_in_parentheses(self, first: int, last: int) -> bool:
+        """True for `(name)`: tokens first .. last are one parenthesized (qualified, template) name."""
+        if not (self.is_punct(first, "(") and self.is_punct(last, ")") and self.match_forward(first) == last):
+            return False
+        angle = 0
+        for j in range(first + 1, last):
+            t = self.sig[j]
+            if self.is_punct(j, "<"):
+                angle += 1
+            elif self.is_punct(j, ">"):
+                angle -= 1
+            elif angle == 0 and not (self.is_name(j) or t.text in ("::", "template")):
+                return False
+        return angle == 0 and last > first + 1
+
+    def check_macro_argument(self, first: int, close: int, open_brackets: list[int]) -> None:
+        """A launch inside the parentheses of a known function-like macro must not give the
+        preprocessor more arguments than it would see after the rewrite: nvcc reports those."""
+        parens = [o for o in open_brackets if self.is_punct(o, "(")]
+        if not parens or parens[-1] == 0:
+            return
+        opener = parens[-1]
+        name = self.sig[opener - 1]
+        macro = self.macros.get(name.text) if name.kind == "ident" else None
+        if macro is None:
+            return
+
+        def top_level_commas(a: int, b: int) -> int:
+            depth = commas = 0
+            for j in range(a, b):
+                if self.is_punct(j, "("):
+                    depth += 1
+                elif self.is_punct(j, ")"):
+                    depth -= 1
+                elif depth == 0 and self.is_punct(j, ","):
+                    commas += 1
+            return commas
+
+        if top_level_commas(first, close + 1) == 0:
+            return
+        if macro.variadic and top_level_commas(opener + 1, first) >= macro.params:
+            return  # the launch is in __VA_ARGS__, whose commas come back together
+        raise self.error(first, f"this kernel launch is an argument of macro '{name.text}', and its commas "
+                                f"outside parentheses split it into several macro arguments (nvcc's "
+                                f"preprocessor does the same and reports the count): put the launch in "
+                                f"parentheses, {name.text}((...<<<...>>>(...)))")
+
+    def rewrite_launch(self, k: int, third: int, open_brackets: list[int]) -> int:
+        """Rewrites the launch whose '<<<' starts at token k: the kernel and `<<<` become the
+        launcher's head, `>>>(` the end of the configuration. The configuration and the arguments
+        stay where they are (a launch among the arguments is rewritten in its turn); returns the
+        index of the configuration's first token."""
+        first, simple = self.kernel_start(k - 1)
+        cfg_end, after = self.launch_close(third + 1)
+        if cfg_end == third + 1:
+            raise self.error(k, "kernel launch: the configuration <<<grid, block[, smem[, stream]]>>> is empty")
+        paren = after
+        if not self.is_punct(paren, "("):
+            raise self.error(min(paren, len(self.sig) - 1),
+                             "kernel launch: expected '(' and the kernel arguments after '>>>'")
+        close = self.match_forward(paren)
+        if not self.in_macro:
+            self.check_macro_argument(first, close, open_brackets)
+        sig = self.sig
+        if any(e.end > sig[first].start for e in self.edits):
+            raise self.error(k, "kernel launch: a kernel launch inside the kernel expression is not supported")
+
+        kernel = self.flat(first, k - 1)
+        if not simple and self.plain_name_in_parentheses(first, k - 1):
+            simple = True
+        if simple:
+            call = f"[&](auto&&... sg_emu_args_) {{ {kernel}(sg_emu_args_...); }}"
+        else:
+            # evaluated once, when the launch is (nvcc's order: not once per thread)
+            call = f"[sg_emu_kernel_ = ({kernel})](auto&&... sg_emu_args_) {{ sg_emu_kernel_(sg_emu_args_...); }}"
+        head = (f"{LAUNCHER}(__FILE__, __LINE__, {call}, " + self.newlines(sig[first].start, sig[third].end)
+                + f"{CONFIG}(")
+        tail = ")" + self.newlines(sig[cfg_end].start, sig[paren].end) + (", " if close > paren + 1 else "")
+        self.edits.append(Edit(sig[first].start, sig[third].end, head))
+        self.edits.append(Edit(sig[cfg_end].start, sig[paren].end, tail))
+        return third + 1
+
+    # ---- kernel registration (cudaLaunchKernel with a void* kernel) --------------------------------
+
+    def split_top_level(self, a: int, b: int, angles: bool) -> list[list[int]]:
+        """Token indexes a .. b-1 split at commas outside brackets (and template angle brackets)."""
+        parts: list[list[int]] = [[]]
+        depth = angle = 0
+        for j in range(a, b):
+            t = self.sig[j]
+            if t.kind == "punct":
+                if t.text in OPENERS:
+                    depth += 1
+                elif t.text in CLOSERS:
+                    depth -= 1
+                elif angles and depth == 0 and t.text == "<":
+                    angle += 1
+                elif angles and depth == 0 and t.text == ">":
+                    angle -= 1
+                elif depth == 0 and angle == 0 and t.text == ",":
+                    parts.append([])
+                    continue
+            parts[-1].append(j)
+        return [p for p in parts if p]
+
+    def without_default(self, part: list[int]) -> list[int]:
+        """A parameter's tokens before its default argument (`= ...` outside brackets)."""
+        depth = 0
+        for n, j in enumerate(part):
+            if self.sig[j].kind == "punct":
+                if self.sig[j].text in OPENERS:
+                    depth += 1
+                elif self.sig[j].text in CLOSERS:
+                    depth -= 1
+                elif depth == 0 and self.sig[j].text == "=":
+                    return part[:n]
+        return part
+
+    def template_argument_names(self, lt: int, gt: int) -> str | None:
+        """`T, N, Ts...` for the template parameter list between '<' lt and '>' gt (None when a
+        parameter has no name)."""
+        names = []
+        for part in self.split_top_level(lt + 1, gt, angles=True):
+            part = self.without_default(part)
+            last = part[-1]
+            if (self.sig[last].kind != "ident" or self.sig[last].text in ("class", "typename")
+                    or self.is_punct(last - 1, "::")):
+                return None  # unnamed (`class`, `std::enable_if_t<...>* = nullptr`)
+            pack = any(self.is_punct(j, ".") for j in part)
+            names.append(self.sig[last].text + ("..." if pack else ""))
+        return ", ".join(names)
+
+    def register_kernel(self, k: int) -> None:
+        """Makes the definition of the __global__ function at token k register its address with
+        the emulator (the first statement of its body), so that cudaLaunchKernel((void*)kernel, ...)
+        can unpack void** arguments into its parameter types. Anything unusual is left alone."""
+        try:
+            self._register_kernel(k)
+        except RewriteError:
+            pass  # not a definition this understands: the kernel still runs with <<<...>>>
+
+    def _register_kernel(self, k: int) -> None:
+        start = k
+        while start > 0 and self.sig[start - 1].kind != "pp" and self.sig[start - 1].text not in (";", "{", "}"):
+            start -= 1
+        if not self.at_file_scope(start):
+            return
+        template_args = None
+        if self.sig[start].text == "template":
+            lt = start + 1
+            if not self.is_punct(lt, "<"):
+                return
+            depth, gt = 0, lt
+            while gt < k:
+                if self.is_punct(gt, "(") or self.is_punct(gt, "["):
+                    gt = self.match_forward(gt)
+                elif self.is_punct(gt, "<"):
+                    depth += 1
+                elif self.is_punct(gt, ">"):
+                    depth -= 1
+                    if depth == 0:
+                        break
+                gt += 1
+            if gt >= k:
+                return
+            template_args = self.template_argument_names(lt, gt) if gt > lt + 1 else ""
+            if template_args is None:
+                return
+        # the parameter list: the first '(' after the name, past __launch_bounds__(...) and attributes
+        j = k + 1
+        while j < len(self.sig):
+            t = self.sig[j]
+            if t.kind == "ident" and t.text in ("__launch_bounds__", "__attribute__", "alignas", "__align__") \
+                    and self.is_punct(j + 1, "("):
+                j = self.match_forward(j + 1) + 1
+                continue
+            if self.is_punct(j, "[") and self.is_punct(j + 1, "["):
+                j = self.match_forward(j) + 1
+                continue
+            if self.is_punct(j, "(") or t.kind == "pp" or t.text in (";", "{", "}", "="):
+                break
+            j += 1
+        if not self.is_punct(j, "("):
+            return
+        paren = j
+        name = paren - 1
+        explicit = None
+        if self.is_punct(name, ">"):  # an explicit specialization: kernel<float, 4>(...)
+            lt = self.template_open(name)
+            explicit = self.flat(lt, name)
+            name = lt - 1
+        if not self.is_name(name) or self.is_punct(name - 1, "::"):
+            return
+        close = self.match_forward(paren)
+        body = close + 1
+        if not self.is_punct(body, "{") or any(self.sig[j].kind == "pp" for j in range(paren, close)):
+            return
+        kernel = self.sig[name].text
+        params = []
+        for part in self.split_top_level(paren + 1, close, angles=True):
+            part = self.without_default(part)
+            if any(self.sig[j].text == kernel for j in part):
+                return  # a parameter named like the kernel would hide it inside the body
+            params.append(self.flat(part[0], part[-1]))
+        if explicit is not None:
+            self_ref = kernel + explicit
+        elif template_args:
+            self_ref = f"{kernel}<{template_args}>"
+        elif template_args == "":
+            return  # template <> without arguments: nothing to name
+        else:
+            self_ref = kernel
+        registration = (f" (void)&{KERNEL_REGISTERED}<static_cast<void (*)({', '.join(params)})>(&{self_ref})>;")
+        self.edits.append(Edit(self.sig[body].start, self.sig[body].end, "{" + registration))
+
 
     # ---- __shared__ declarations ----------------------------------------------------------------
 
@@ -505,38 +904,96 @@ class Rewriter:
 
     # ---- driver ---------------------------------------------------------------------------------
 
-    def needs_rewrite(self) -> bool:
-        """True when the text has a launch or a __shared__ declaration."""
-        return any(t.kind == "ident" and t.text == "__shared__" for t in self.sig) or any(
-            self.is_punct(k, "<") and self.adjacent(k, "<", 3) for k in range(len(self.sig)))
+    def directive(self, k: int) -> None:
+        """A preprocessor line: #pragma unroll, a quoted #include, a #define (launches in its body)."""
+        t = self.sig[k]
+        if PRAGMA_UNROLL_RE.match(t.text):
+            # nvcc's loop hint; g++ would warn about an unknown pragma in the student's code
+            self.edits.append(Edit(t.start, t.end, "// " + t.text.replace("\\\n", "\n// ")))
+            return
+        m = INCLUDE_RE.match(t.text)
+        if m and self.include_hook is not None:
+            target = self.include_hook(m.group(1))
+            if target is not None:
+                self.edits.append(Edit(t.start, t.end, f"#include {quote(target)}"))
+            return
+        m = UNDEF_RE.match(t.text)
+        if m:
+            self.macros.pop(m.group(1), None)
+            return
+        define = parse_define(t.text)
+        if define is None:
+            return
+        name, macro, body_start = define
+        if macro is None:
+            self.macros.pop(name, None)
+        else:
+            self.macros[name] = macro
+        body = t.text[body_start:]
+        if "<" not in body:
+            return
+        inner = Rewriter(Source(body, directive_body=True), self.display, in_macro=True)
+        rewritten = inner.run_body()
+        if rewritten != body:
+            self.edits.append(Edit(t.start + body_start, t.end, rewritten))
 
-    def run(self) -> str:
+    def scan(self) -> None:
+        """Finds what to rewrite; records the edits."""
+        open_brackets: list[int] = []  # indexes of the '(' '[' '{' not closed yet
         k = 0
         while k < len(self.sig):
             t = self.sig[k]
-            if t.kind == "pp" and PRAGMA_UNROLL_RE.match(t.text):
-                # nvcc's loop hint; g++ would warn about an unknown pragma in the student's code
-                self.edits.append(Edit(t.start, t.end, "// " + t.text.replace("\\\n", "\n// ")))
+            if t.kind == "pp":
+                if not self.in_macro:
+                    self.directive(k)
                 k += 1
-            elif t.kind == "pp" and self.include_hook is not None:
-                m = INCLUDE_RE.match(t.text)
-                if m:
-                    target = self.include_hook(m.group(1))
-                    if target is not None:
-                        self.edits.append(Edit(t.start, t.end, f"#include {quote(target)}"))
+                continue
+            third = self.launch_open(k)
+            if third is not None:
+                try:
+                    k = self.rewrite_launch(k, third, open_brackets)
+                except RewriteError:
+                    if not self.in_macro:
+                        raise
+                    k = third + 1  # incomplete in the macro body: the compiler sees it where it is used
+                continue
+            if self.in_macro:
                 k += 1
-            elif t.kind == "punct" and t.text == "<" and self.adjacent(k, "<", 3):
-                k = self.rewrite_launch(k)
-            elif t.kind == "ident" and t.text == "__shared__":
+                continue
+            if t.kind == "ident" and t.text == "__shared__":
                 k = self.rewrite_shared(k)
-            else:
-                k += 1
+                continue
+            if t.kind == "ident" and t.text == "__global__":
+                self.register_kernel(k)
+            if t.kind == "punct" and t.text in OPENERS:
+                open_brackets.append(k)
+            elif t.kind == "punct" and t.text in CLOSERS and open_brackets:
+                open_brackets.pop()
+            k += 1
+
+    def needs_rewrite(self) -> bool:
+        """True when the text has a launch, a __shared__ declaration or a kernel definition."""
+        self.scan()
+        return bool(self.edits or self.line_inserts)
+
+    def apply_edits(self, text: str) -> str:
+        # back to front; an edit never overlaps another
+        for e in sorted(self.edits, key=lambda e: e.start, reverse=True):
+            text = text[:e.start] + e.replacement + text[e.end:]
+        return text
+
+    def run_body(self) -> str:
+        """The rewritten #define body (in_macro)."""
+        self.scan()
+        return self.apply_edits(self.src.text)
+
+    def run(self) -> str:
+        self.scan()
         text = self.src.text
         if not text.endswith("\n"):
             text += "\n"
-        # apply edits back to front, then insert directives at line starts (also back to front)
-        for e in sorted(self.edits, key=lambda e: e.start, reverse=True):
-            text = text[:e.start] + e.replacement + text[e.end:]
+        text = self.apply_edits(text)
+        # then insert directives at line starts (also back to front)
         if self.line_inserts:
             lines = text.split("\n")
             for line in sorted(self.line_inserts, reverse=True):
@@ -550,10 +1007,43 @@ def quote(path: str) -> str:
     return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def collect_macros(path: Path, macros: dict[str, Macro], seen: set[Path]) -> None:
+    """Adds the function-like macros that `path` and the local headers it includes in quotes define
+    (a header that cannot be read or tokenized is skipped: the compiler will say what is wrong)."""
+    if path in seen:
+        return
+    seen.add(path)
+    try:
+        tokens = live_tokens(Source(path.read_text(encoding="utf-8")).tokens)
+    except (OSError, UnicodeDecodeError, RewriteError):
+        return
+    for t in tokens:
+        if t.kind != "pp":
+            continue
+        m = INCLUDE_RE.match(t.text)
+        if m:
+            header = (path.parent / m.group(1)).resolve()
+            if header.is_file():
+                collect_macros(header, macros, seen)
+            continue
+        m = UNDEF_RE.match(t.text)
+        if m:
+            macros.pop(m.group(1), None)
+            continue
+        define = parse_define(t.text)
+        if define is not None:
+            name, macro, _ = define
+            if macro is None:
+                macros.pop(name, None)
+            else:
+                macros[name] = macro
+
+
 class Translation:
     """Rewrites a .cu file and, recursively, the local headers it includes in quotes that need it
-    (those with a launch or a __shared__ declaration): each such header is rewritten next to OUT
-    and the #include is pointed at the copy. Headers that need nothing are included as they are."""
+    (those with a launch, a __shared__ declaration or a kernel definition): each such header is
+    rewritten next to OUT and the #include is pointed at the copy. Headers that need nothing are
+    included as they are."""
 
     def __init__(self, runtime_header: str, out_dir: Path):
         self.runtime_header = runtime_header
@@ -561,6 +1051,8 @@ class Translation:
         self.outputs: dict[Path, Path] = {}  # rewritten header -> its copy
         self.inputs: list[Path] = []          # every file read (for the depfile)
         self.files: dict[Path, str] = {}      # copy -> text to write
+        self.macros: dict[str, Macro] = {}    # function-like macros defined so far
+        self.macro_files: set[Path] = set()   # files whose macros are in self.macros
 
     def translate(self, path: Path, display: str) -> str:
         path = path.resolve()
@@ -574,10 +1066,12 @@ class Translation:
             header = (path.parent / name).resolve()
             if not header.is_file():
                 return None
+            collect_macros(header, self.macros, self.macro_files)
             if header in self.outputs:
                 return str(self.outputs[header])
             try:
-                needs = Rewriter(Source(header.read_text(encoding="utf-8")), str(header)).needs_rewrite()
+                needs = Rewriter(Source(header.read_text(encoding="utf-8")), str(header),
+                                 macros=dict(self.macros)).needs_rewrite()
             except (OSError, UnicodeDecodeError) as e:
                 raise HeaderError(header, RewriteError(1, f"cannot read: {e}")) from e
             except HeaderError:
@@ -599,7 +1093,7 @@ class Translation:
                 raise HeaderError(header, e) from e
             return str(copy)
 
-        body = Rewriter(Source(text), display, include_hook).run()
+        body = Rewriter(Source(text), display, include_hook, self.macros).run()
         return f"#include {quote(self.runtime_header)}\n#line 1 {quote(display)}\n{body}"
 
 

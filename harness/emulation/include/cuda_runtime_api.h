@@ -88,6 +88,7 @@ enum cudaError {
   cudaErrorInvalidSymbol = 13,
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
+  cudaErrorInvalidDeviceFunction = 98,
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidKernelImage = 200,
@@ -341,6 +342,60 @@ inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* num_blocks
                                                                  std::size_t dynamic_smem) {
   return scangrade_emu_occupancy(num_blocks, block_size, dynamic_smem);
 }
+
+// launch API types (the functions are in cuda_runtime.h, beside the launcher they call)
+
+/// Attributes of cudaLaunchKernelEx: accepted and ignored (the emulator has no clusters, priorities
+/// or cooperative grids).
+enum cudaLaunchAttributeID {
+  cudaLaunchAttributeIgnore = 0,
+  cudaLaunchAttributeAccessPolicyWindow = 1,
+  cudaLaunchAttributeCooperative = 2,
+  cudaLaunchAttributeSynchronizationPolicy = 3,
+  cudaLaunchAttributeClusterDimension = 4,
+  cudaLaunchAttributeClusterSchedulingPolicyPreference = 5,
+  cudaLaunchAttributeProgrammaticStreamSerialization = 6,
+  cudaLaunchAttributeProgrammaticEvent = 7,
+  cudaLaunchAttributePriority = 8,
+};
+union cudaLaunchAttributeValue {
+  char pad[64];
+  int cooperative;
+  struct {
+    unsigned int x;
+    unsigned int y;
+    unsigned int z;
+  } clusterDim;
+  int programmaticStreamSerializationAllowed;
+  int priority;
+};
+struct cudaLaunchAttribute {
+  cudaLaunchAttributeID id;
+  char pad[8 - sizeof(cudaLaunchAttributeID)];
+  cudaLaunchAttributeValue val;
+};
+struct cudaLaunchConfig_t {
+  dim3 gridDim;
+  dim3 blockDim;
+  std::size_t dynamicSmemBytes;
+  cudaStream_t stream;
+  cudaLaunchAttribute* attrs;
+  unsigned int numAttrs;
+};
+
+/// What cudaFuncGetAttributes reports for every kernel (a subset of the real struct's fields).
+struct cudaFuncAttributes {
+  std::size_t sharedSizeBytes;     // 0: static shared memory is allocated when a block declares it
+  std::size_t constSizeBytes;      // 0
+  std::size_t localSizeBytes;      // 0
+  int maxThreadsPerBlock;          // 1024
+  int numRegs;                     // 0: registers are not emulated
+  int ptxVersion;                  // 90
+  int binaryVersion;               // 90
+  int cacheModeCA;                 // 0
+  int maxDynamicSharedSizeBytes;   // 48 KiB, the default limit
+  int preferredShmemCarveout;      // -1
+};
 
 // symbols (__device__ / __constant__ variables are ordinary host globals; a copy from or to host memory
 // is traced as a host<->device copy, see scangrade::emu::trace_begin)
