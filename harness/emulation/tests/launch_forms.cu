@@ -445,6 +445,13 @@ cudaError_t zero_grid_through_launch_kernel(int* out, int* line) {
   *line = __LINE__; return cudaLaunchKernel((void*)record, 0, 32, args);
 }
 
+cudaError_t zero_grid_through_launch_kernel_ex(int* out, int* line) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(0);
+  config.blockDim = dim3(32);
+  *line = __LINE__; return cudaLaunchKernelEx(&config, record, out, 1);
+}
+
 cudaError_t launch_kernel_of_a_host_function(int* out, int* line) {
   int value = 1;
   void* args[] = {&out, &value};

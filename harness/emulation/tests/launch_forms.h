@@ -25,6 +25,7 @@ extern const int kFormCount;
 // Launches that must fail, and where. Each sets *line to the line of the failing launch.
 cudaError_t zero_grid_in_macro(int* out, int* line);                 // cudaErrorInvalidConfiguration
 cudaError_t zero_grid_through_launch_kernel(int* out, int* line);    // the same, from cudaLaunchKernel
+cudaError_t zero_grid_through_launch_kernel_ex(int* out, int* line); // the same, from cudaLaunchKernelEx
 cudaError_t launch_kernel_of_a_host_function(int* out, int* line);   // cudaErrorInvalidDeviceFunction
 
 // Host code beside the launches that is not a launch (shifts, '>>>' closing templates, text).

@@ -64,6 +64,13 @@ TEST_F(LaunchFormsTest, LaunchKernelReturnsTheConfigurationErrorAndLeavesItForGe
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+TEST_F(LaunchFormsTest, LaunchKernelExNamesTheCallersLine) {
+  int line = 0;
+  EXPECT_EQ(launch_forms::zero_grid_through_launch_kernel_ex(out_, &line), cudaErrorInvalidConfiguration);
+  EXPECT_NE(std::string(scangrade::emu::last_diagnostic()).find(site(line)), std::string::npos)
+      << scangrade::emu::last_diagnostic();
+}
+
 TEST_F(LaunchFormsTest, LaunchKernelOfAnAddressThatIsNoKernelFails) {
   int line = 0;
   EXPECT_EQ(launch_forms::launch_kernel_of_a_host_function(out_, &line), cudaErrorInvalidDeviceFunction);
