@@ -34,9 +34,10 @@ Kernel launches: the rule nvcc's front end applies, measured on nvcc 13, is impl
     `table[i]`, `(flag ? k1 : k2)`, `get()`, `s.kp`, `(*kp)`; an expression that is not a plain name
     is evaluated once per launch, as nvcc does;
   * `(args)` follows, with any whitespace or line breaks between.
-A launch in a #define body is rewritten in place (its line breaks stay backslash-continued); one that
-is incomplete there (`#define OPEN <<<`) is left as it is, so the host compiler rejects it where the
-macro is used. A launch in an argument of a function-like macro defined in the file or in a local
+A launch in a #define body is rewritten in place (its line breaks stay backslash-continued); a body
+that ends with `>>>` (`#define L k<<<g, b>>>`, used as `L(x)`) becomes a launch that takes its
+arguments where the macro is used; a launch that is incomplete otherwise (`#define OPEN <<<`) is left as
+it is, so the host compiler rejects it where the macro is used. A launch in an argument of a function-like macro defined in the file or in a local
 header is an error when its commas, outside parentheses, would split that argument (nvcc's
 preprocessor splits it too and reports the argument count).
 
@@ -54,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 LAUNCHER = "::scangrade::emu::detail::launch"
+PENDING_LAUNCH = "::scangrade::emu::detail::pending_launch"
 CONFIG = "::scangrade::emu::detail::launch_config"
 BLOCK_SHARED = "::scangrade::emu::detail::block_shared"
 DYNAMIC_SHARED = "::scangrade::emu::detail::dynamic_shared"
@@ -598,30 +600,43 @@ class Rewriter:
         if cfg_end == third + 1:
             raise self.error(k, "kernel launch: the configuration <<<grid, block[, smem[, stream]]>>> is empty")
         paren = after
+        sig = self.sig
+        if self.in_macro and paren == len(sig):
+            # `#define L k<<<g, b>>>` used as `L(x)`: the arguments come where the macro is used
+            self.pending_launch(first, k, third, cfg_end, simple)
+            return third + 1
         if not self.is_punct(paren, "("):
-            raise self.error(min(paren, len(self.sig) - 1),
+            raise self.error(min(paren, len(sig) - 1),
                              "kernel launch: expected '(' and the kernel arguments after '>>>'")
         close = self.match_forward(paren)
         if not self.in_macro:
             self.check_macro_argument(first, close, open_brackets)
-        sig = self.sig
         if any(e.end > sig[first].start for e in self.edits):
             raise self.error(k, "kernel launch: a kernel launch inside the kernel expression is not supported")
 
-        kernel = self.flat(first, k - 1)
-        if not simple and self.plain_name_in_parentheses(first, k - 1):
-            simple = True
-        if simple:
-            call = f"[&](auto&&... sg_emu_args_) {{ {kernel}(sg_emu_args_...); }}"
-        else:
-            # evaluated once, when the launch is (nvcc's order: not once per thread)
-            call = f"[sg_emu_kernel_ = ({kernel})](auto&&... sg_emu_args_) {{ sg_emu_kernel_(sg_emu_args_...); }}"
-        head = (f"{LAUNCHER}(__FILE__, __LINE__, {call}, " + self.newlines(sig[first].start, sig[third].end)
-                + f"{CONFIG}(")
+        head = (f"{LAUNCHER}(__FILE__, __LINE__, {self.kernel_call(first, k, simple)}, "
+                + self.newlines(sig[first].start, sig[third].end) + f"{CONFIG}(")
         tail = ")" + self.newlines(sig[cfg_end].start, sig[paren].end) + (", " if close > paren + 1 else "")
         self.edits.append(Edit(sig[first].start, sig[third].end, head))
         self.edits.append(Edit(sig[cfg_end].start, sig[paren].end, tail))
         return third + 1
+
+    def kernel_call(self, first: int, k: int, simple: bool) -> str:
+        """The generic lambda that calls the kernel expression (tokens first .. k-1) in each thread."""
+        kernel = self.flat(first, k - 1)
+        if simple or self.plain_name_in_parentheses(first, k - 1):
+            return f"[&](auto&&... sg_emu_args_) {{ {kernel}(sg_emu_args_...); }}"
+        # evaluated once, when the launch is (nvcc's order: not once per thread)
+        return f"[sg_emu_kernel_ = ({kernel})](auto&&... sg_emu_args_) {{ sg_emu_kernel_(sg_emu_args_...); }}"
+
+    def pending_launch(self, first: int, k: int, third: int, cfg_end: int, simple: bool) -> None:
+        """A #define body that ends with `>>>`: a launch still waiting for its `(arguments)`."""
+        sig = self.sig
+        head = (f"{PENDING_LAUNCH}(__FILE__, __LINE__, {self.kernel_call(first, k, simple)}, "
+                + self.newlines(sig[first].start, sig[third].end) + f"{CONFIG}(")
+        tail = "))" + self.newlines(sig[cfg_end].start, sig[-1].end)
+        self.edits.append(Edit(sig[first].start, sig[third].end, head))
+        self.edits.append(Edit(sig[cfg_end].start, sig[-1].end, tail))
 
     # ---- kernel registration (cudaLaunchKernel with a void* kernel) --------------------------------
 

@@ -31,6 +31,27 @@ inline LaunchConfig launch_config(dim3 grid, dim3 block = 1, std::size_t shared_
   return LaunchConfig(grid, block, shared_bytes, stream);
 }
 
+/// A launch still waiting for its arguments: what rewrite.py makes of a #define body that ends with
+/// `>>>` (`#define LAUNCH k<<<g, b>>>`, used as `LAUNCH(x, n)`).
+template <class Call>
+struct PendingLaunch {
+  const char* file;
+  int line;
+  Call call;
+  LaunchConfig config;
+
+  template <class... Args>
+  void operator()(Args&&... args) {
+    launch(file, line, call, config, std::forward<Args>(args)...);
+  }
+};
+
+template <class Call>
+inline PendingLaunch<std::decay_t<Call>> pending_launch(const char* file, int line, Call&& call,
+                                                         const LaunchConfig& config) {
+  return {file, line, std::forward<Call>(call), config};
+}
+
 /// The status a launch API call returns: success when the launch ran, else the error it recorded
 /// (an invalid configuration or stream, or the sticky kernel error).
 template <class Run>

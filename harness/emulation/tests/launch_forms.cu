@@ -127,6 +127,7 @@ std::ostream& operator<<(std::ostream& os, const Box<T>& b) {
 #define LAUNCH_SUFFIX(suffix, value) record##suffix<<<2, 32>>>(out, value)
 
 #define THE_KERNEL record
+#define LAUNCH_RECORD record<<<2, 32>>>
 #define THE_CONFIG 2, 32
 
 // ---- the forms ----------------------------------------------------------------------------------
@@ -247,6 +248,11 @@ cudaError_t token_pasting_in_macro(int* out) {
 cudaError_t macros_for_kernel_and_configuration(int* out) {
   THE_KERNEL<<<THE_CONFIG>>>(out, 0);
   record<<<THE_CONFIG>>>(out, 122);
+  return cudaGetLastError();
+}
+
+cudaError_t macro_without_the_arguments(int* out) {
+  LAUNCH_RECORD(out, 143);
   return cudaGetLastError();
 }
 
@@ -411,6 +417,7 @@ const Form kForms[] = {
     {"variadic_macro_argument", variadic_macro_argument, 120, 2, 32},
     {"token_pasting_in_macro", token_pasting_in_macro, 1121, 2, 32},
     {"macros_for_kernel_and_configuration", macros_for_kernel_and_configuration, 122, 2, 32, 2},
+    {"macro_without_the_arguments", macro_without_the_arguments, 143, 2, 32},
     {"function_pointer_auto", function_pointer_auto, 123, 2, 32},
     {"function_pointer_declared", function_pointer_declared, 124, 2, 32},
     {"function_pointer_table", function_pointer_table, 125, 2, 32},

@@ -226,6 +226,14 @@ class MacroTest(unittest.TestCase):
         self.assertIn(call("scan_ ## s"), body("#define L(s) scan_ ## s<<<1, 2>>>(d)\n"))
         self.assertIn(call("scan_##s"), body("#define L(s) scan_##s<<<1, 2>>>(d)\n"))
 
+    def test_define_that_ends_with_the_configuration(self):
+        # `#define L k<<<1, 2>>>` used as `L(d)`: the arguments come at the use
+        out = body("#define L k<<<1, 2>>>\n#define M(kk) kk<<<1, \\\n  2>>\\\n>\nL(d); M(k)(d);\n")
+        self.assertIn(f"#define L ::scangrade::emu::detail::pending_launch(__FILE__, __LINE__, {call('k')}, "
+                      f"{config('1, 2')})\n", out)
+        continued = config("1, \\\n  2")
+        self.assertIn(continued + ")\\\n\nL(d); M(k)(d);", out)
+
     def test_incomplete_launch_in_a_define_is_left_alone(self):
         src = "#define OPEN <<<\n#define CLOSE >>>\n#define CFG(g) <<<g, 32>>>\n"
         self.assertEqual(body(src), src)
@@ -444,6 +452,9 @@ PARITY_CASES = [
      "#define LAUNCH_B(kk, n) \\\n  kk<<<((n)+255)/256, \\\n       256>>>(d, n)\n"
      "#define LAUNCH_C(s) k##s<<<1, 1>>>(d, 1)\n"
      "void f(int* d) { LAUNCH_A(k, 10); LAUNCH_B(k2, 3); LAUNCH_C(2); }"),
+    ("define_without_the_arguments", True,
+     "#define LAUNCH_D k<<<1, 32>>>\n#define LAUNCH_E(kk) kk<<<1, 32>>>\n"
+     "void f(int* d) { LAUNCH_D(d, 1); LAUNCH_E(k2)(d, 2); }"),
     ("macros_in_the_launch", True,
      "#define CFG_A 1, 32\n#define KERN_A k\nvoid f(int* d) { KERN_A<<<CFG_A>>>(d, 1); }"),
     ("macro_arguments_that_stay_whole", True,
