@@ -18,7 +18,8 @@ OUT. These things change, everything else is copied verbatim:
 Local headers included in quotes that need any of this are rewritten too (next to OUT, with the
 #include pointed at the copy). The output starts with an #include of the emulator's cuda_runtime.h
 (nvcc includes it implicitly) and #line directives keep compiler messages and __FILE__/__LINE__
-pointing at the student's file:line. Groups under a literal `#if 0` are left alone.
+pointing at the student's file:line. Groups under a literal `#if 0` (or the `#else` of an `#if 1`)
+are left alone.
 
 Kernel launches: the rule nvcc's front end applies, measured on nvcc 13, is implemented on tokens
 (comments are whitespace; a backslash-newline joins lines):
@@ -33,13 +34,14 @@ Kernel launches: the rule nvcc's front end applies, measured on nvcc 13, is impl
     arguments), a call, a subscript, a member access, or a parenthesized expression: `ns::k<T, 4>`,
     `table[i]`, `(flag ? k1 : k2)`, `get()`, `s.kp`, `(*kp)`; an expression that is not a plain name
     is evaluated once per launch, as nvcc does;
-  * `(args)` follows, with any whitespace or line breaks between.
+  * `(args)` follows, with any whitespace or line breaks between; launches among the arguments are
+    rewritten too.
 A launch in a #define body is rewritten in place (its line breaks stay backslash-continued); a body
 that ends with `>>>` (`#define L k<<<g, b>>>`, used as `L(x)`) becomes a launch that takes its
 arguments where the macro is used; a launch that is incomplete otherwise (`#define OPEN <<<`) is left as
-it is, so the host compiler rejects it where the macro is used. A launch in an argument of a function-like macro defined in the file or in a local
-header is an error when its commas, outside parentheses, would split that argument (nvcc's
-preprocessor splits it too and reports the argument count).
+it is, so the host compiler rejects it where the macro is used. A launch in an argument of a
+function-like macro defined in the file or in a local header is an error when its commas, outside
+parentheses, would split that argument (nvcc's preprocessor splits it too and reports the count).
 
 Exit status: 0 on success, 1 when the input cannot be parsed (with a file:line: error: message on
 stderr), 2 on bad usage.
@@ -51,7 +53,7 @@ import argparse
 import bisect
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 LAUNCHER = "::scangrade::emu::detail::launch"
@@ -333,11 +335,6 @@ class Rewriter:
     def joined(self, a: int, b: int) -> bool:
         """True when tokens a and b (= a + 1) are written without anything between them."""
         return 0 <= a and b < len(self.sig) and self.gap(a, b) == ""
-
-    def adjacent(self, k: int, text: str, count: int) -> bool:
-        """True when tokens k .. k+count-1 are `text`, written without spaces between them."""
-        return all(self.is_punct(k + d, text) and (d == 0 or self.joined(k + d - 1, k + d))
-                   for d in range(count))
 
     def match_forward(self, k: int) -> int:
         """Index of the bracket closing the one at k."""

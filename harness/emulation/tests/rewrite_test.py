@@ -472,7 +472,8 @@ PARITY_CASES = [
      "cudaLaunchKernel(k, dim3(1), dim3(32), args, 0, s); cudaLaunchKernel(kt<int,4>, 1, 32, args); "
      "cudaLaunchKernel((void*)kt<int,4>, 1, 32, args); "
      "cudaLaunchConfig_t cfg = {}; cfg.gridDim = 1; cfg.blockDim = 32; cfg.dynamicSmemBytes = 0; cfg.stream = s; "
-     "cfg.attrs = nullptr; cfg.numAttrs = 0; cudaLaunchKernelEx(&cfg, k, d, 1); cudaLaunchKernelEx(&cfg, kt<int, 4>, d, 1); "
+     "cfg.attrs = nullptr; cfg.numAttrs = 0; cudaLaunchKernelEx(&cfg, k, d, 1); "
+     "cudaLaunchKernelEx(&cfg, kt<int, 4>, d, 1); "
      "cudaLaunchKernelExC(&cfg, (const void*)k, args); "
      "cudaFuncAttributes fa; cudaFuncGetAttributes(&fa, k); cudaFuncGetAttributes(&fa, (const void*)k); "
      "(void)fa.maxThreadsPerBlock; (void)fa.sharedSizeBytes; (void)fa.numRegs; }"),
