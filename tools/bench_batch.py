@@ -36,7 +36,8 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-READY = re.compile(r"worker \d+ ready ([0-9.]+) s after its start \(its CUDA context ([0-9.]+) s, the policy monitor ([0-9.]+) s\)")
+READY = re.compile(r"worker \d+ ready ([0-9.]+) s after its start \(its own code ran ([0-9.]+|\?) s after it, its CUDA "
+                   r"context ([0-9.]+) s, the policy monitor ([0-9.]+) s, the hello sent at ([0-9.]+|\?) s\)")
 GALLERY = REPO / "grading" / "gallery"
 
 
@@ -178,18 +179,19 @@ def main() -> int:
                 per_case[c["id"]] = per_case.get(c["id"], 0.0) + c["duration_s"]
             for k in starts:
                 starts[k] += graded.get("phases", {}).get(k, 0)
-    # the judges' own lines: "worker N ready T s after its start (its CUDA context C s, the policy monitor M s)"
+    # the judges' own lines: "worker N ready T s after its start (its own code ran L s after it, its CUDA
+    # context C s, the policy monitor M s, the hello sent at S s)"
     ready = []
     for log in (work / "out" / "students").glob("*/judge.log"):
         for line in log.read_text(errors="replace").splitlines():
             m = READY.search(line)
             if m:
-                ready.append(tuple(float(x) for x in m.groups()))
+                ready.append(tuple(float(x) if x != "?" else None for x in m.groups()))
     if ready:
         k = len(ready)
-        starts["split"] = {"starts": k, "mean_s": sum(r[0] for r in ready) / k,
-                           "cuda_context_s": sum(r[1] for r in ready) / k, "policy_monitor_s": sum(r[2] for r in ready) / k,
-                           "max_s": max(r[0] for r in ready)}
+        mean = lambda i: sum(r[i] for r in ready if r[i] is not None) / max(1, sum(r[i] is not None for r in ready))  # noqa: E731
+        starts["split"] = {"starts": k, "mean_s": mean(0), "loaded_s": mean(1), "cuda_context_s": mean(2),
+                           "policy_monitor_s": mean(3), "hello_sent_s": mean(4), "max_s": max(r[0] for r in ready)}
     summary["process_starts"] = starts
     slowest = sorted(per_case.items(), key=lambda kv: -kv[1])[:8]
     summary["slowest_cases_s"] = dict(slowest)
@@ -213,8 +215,9 @@ def main() -> int:
         split = starts.get("split")
         print(f"worker starts: {starts['worker_starts']} ({starts['worker_start_s'] / starts['worker_starts']:.2f} s "
               f"each from start to hello, spares started ahead of need"
-              + (f"; of it the CUDA context {split['cuda_context_s']:.2f} s, the policy monitor "
-                 f"{split['policy_monitor_s']:.2f} s, the longest {split['max_s']:.1f} s" if split else "")
+              + (f"; its own code ran after {split['loaded_s']:.2f} s, then the CUDA context {split['cuda_context_s']:.2f} s, "
+                 f"the policy monitor {split['policy_monitor_s']:.2f} s, the hello sent at {split['hello_sent_s']:.2f} s; "
+                 f"the longest {split['max_s']:.1f} s" if split else "")
               + f"); checker starts {starts['checker_start_s'] / max(1, n):.2f} s each")
     ok = proc.returncode == 0 and not mismatches
     print(f"{'total wall':<12} {wall:>10.1f} s for {n} submissions ({wall / max(1, n):.2f} s each); "

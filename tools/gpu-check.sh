@@ -130,9 +130,11 @@ print(f"single submission (correct_brent_kung, public suite, sanitizer on): {int
       f"score {r['score']['total']:g}/{r['score']['max_total']:g}")
 PY
 step "bench: 100 submissions from the gallery"
-python3 tools/bench_batch.py -n "${BENCH_N:-100}" --backend gpu --build-dir "$BUILD" --work "$BUILD/bench" \
-  >"$LOGS/bench.log" 2>"$LOGS/bench.err"
+python3 tools/bench_sample.py --out "$LOGS/bench-machine.json" -- \
+  python3 tools/bench_batch.py -n "${BENCH_N:-100}" --backend gpu --build-dir "$BUILD" --work "$BUILD/bench" \
+  ${BENCH_JUDGES:+--judges-per-gpu "$BENCH_JUDGES"} >"$LOGS/bench.log" 2>"$LOGS/bench.err"
 bench_rc=$?
+grep -A3 "^machine use over" "$LOGS/bench.err" >"$LOGS/bench-machine.txt"
 tail -3 "$LOGS/bench.err"
 mkdir -p "$LOGS/bench"   # the numbers and the report, not the 100 submissions and their workers
 cp "$BUILD/bench/bench.json" "$BUILD/bench/out/batch.json" "$BUILD/bench/out/gradebook.csv" \
@@ -157,7 +159,7 @@ fi
 if run_bench; then
   grep -E "tests passed|tests failed" "$LOGS/output-check.log" | sed 's/^/output check (device vs host rule): /'
   cat "$LOGS/single-phases.txt"
-  cat "$LOGS/bench.log"
+  cat "$LOGS/bench.log" "$LOGS/bench-machine.txt"
 fi
 printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s\n' \
   "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$exploits_rc" "$bench_rc" \

@@ -77,12 +77,18 @@ class Staging {
 
 void cuda(cudaError_t err, const char* what) { check_cuda(err, what, "checker"); }
 
-/// A check case: the input and the output zone (guard, output, guard), shared with the worker, and
-/// a pristine copy of the input for the device-side check.
+/// The check cases' buffers: the input and the output zone (guard, output, guard), shared with the
+/// worker, and a pristine copy of the input for the device-side check. They stay from one case to
+/// the next while the sizes the driver rounds them to stay the same (most cases fit one granule), so
+/// that a case costs no allocation, export, mapping or free on either side: every driver call of
+/// that kind takes a lock all processes on the GPU share. Every byte of both is written again at
+/// each setup (input, canaries, poison, and zeros in the rounding slack), so no case sees another's.
 struct CheckCase {
   vmm::Mapping in, zone;
   std::unique_ptr<DeviceBuffer> pristine;
+  std::size_t pristine_bytes = 0;
   std::size_t n = 0, element = 4;
+  bool active = false;  // set up and not yet released
   ~CheckCase() {
     vmm::release(in);
     vmm::release(zone);
@@ -147,8 +153,8 @@ class Checker {
     if (op == "setup") return setup(msg, take_one(fds), out_fds);
     if (op == "check") return check(msg);
     if (op == "collect") return collect(take_one(fds));
-    if (op == "release") {
-      check_.reset();
+    if (op == "release") {  // the buffers stay for the next case that fits them
+      if (check_) check_->active = false;
       return {{"ok", true}};
     }
     if (op == "time_setup") return time_setup(msg, take_one(fds), out_fds);
@@ -164,43 +170,76 @@ class Checker {
   static std::size_t element_of(const json& msg) { return 4; }  // int32 and float32
 
   /// The input at byte `offset` of the descriptor (the judge's staging memfd or a case cache file).
+  /// The buffers of the last case are kept when they fit exactly (their rounded sizes match): then
+  /// descriptors go back only when the judge asks for them ("share": its worker does not hold the
+  /// buffers), and the reply says "kept".
   json setup(const json& msg, int input_fd, std::vector<int>& out_fds) {
     const Staging staging(input_fd, Staging::ReadOnly);
-    check_.reset();
-    auto c = std::make_unique<CheckCase>();
-    c->n = msg.at("n").get<std::size_t>();
-    c->element = element_of(msg);
-    const std::size_t g = kGuardElements, in_bytes = c->n * c->element, zone_bytes = (c->n + 2 * g) * c->element;
+    const std::size_t n = msg.at("n").get<std::size_t>(), element = element_of(msg);
+    const std::size_t g = kGuardElements, in_bytes = n * element, zone_bytes = (n + 2 * g) * element;
     const std::size_t offset = msg.value("offset", std::size_t{0});
-    int in_fd = -1, zone_fd = -1;
-    if (std::string why = vmm::create(in_bytes, c->in, in_fd); !why.empty()) return {{"error", why}, {"room", false}};
-    out_fds.push_back(in_fd);
-    if (std::string why = vmm::create(zone_bytes, c->zone, zone_fd); !why.empty()) return {{"error", why}, {"room", false}};
-    out_fds.push_back(zone_fd);
-    try {
-      c->pristine = std::make_unique<DeviceBuffer>(in_bytes, "checker");
-    } catch (const std::exception& e) {
-      return {{"error", e.what()}, {"room", false}};
+    std::string why;
+    const std::size_t granule = vmm::granularity(why);
+    if (granule == 0) return {{"error", why}, {"room", false}};
+    const bool kept = check_ && check_->in.size == vmm::rounded(in_bytes, granule) &&
+                      check_->zone.size == vmm::rounded(zone_bytes, granule);
+    if (!kept) {
+      check_.reset();
+      auto c = std::make_unique<CheckCase>();
+      int in_fd = -1, zone_fd = -1;
+      if (why = vmm::create(in_bytes, c->in, in_fd); !why.empty()) return {{"error", why}, {"room", false}};
+      out_fds.push_back(in_fd);
+      if (why = vmm::create(zone_bytes, c->zone, zone_fd); !why.empty()) return {{"error", why}, {"room", false}};
+      out_fds.push_back(zone_fd);
+      check_ = std::move(c);
+    } else if (msg.value("share", true)) {
+      for (const vmm::Mapping* m : {&check_->in, &check_->zone}) {
+        int fd = -1;
+        if (why = vmm::share(*m, fd); !why.empty()) return {{"error", why}, {"room", false}};
+        out_fds.push_back(fd);
+      }
     }
-    // input from the judge; the zone: canaries around the poisoned output (check.h)
+    CheckCase& c = *check_;
+    c.active = false;
+    c.n = n;
+    c.element = element;
+    if (!c.pristine || c.pristine_bytes < in_bytes) {
+      c.pristine.reset();
+      try {
+        c.pristine = std::make_unique<DeviceBuffer>(in_bytes, "checker");
+      } catch (const std::exception& e) {
+        return {{"error", e.what()}, {"room", false}};
+      }
+      c.pristine_bytes = in_bytes;
+    }
+    // input from the judge; the zone: canaries around the poisoned output (check.h); zeros after
+    auto* in = static_cast<char*>(c.in.ptr);
     if (in_bytes) {
-      cuda(cudaMemcpy(c->pristine->get(), staging.at(offset, in_bytes), in_bytes, cudaMemcpyHostToDevice),
+      cuda(cudaMemcpy(c.pristine->get(), staging.at(offset, in_bytes), in_bytes, cudaMemcpyHostToDevice),
            "copying the input");
-      cuda(cudaMemcpy(c->in.ptr, c->pristine->get(), in_bytes, cudaMemcpyDeviceToDevice), "copying the input");
+      cuda(cudaMemcpyAsync(in, c.pristine->get(), in_bytes, cudaMemcpyDeviceToDevice), "copying the input");
     }
-    auto* zone = static_cast<char*>(c->zone.ptr);
+    cuda(cudaMemsetAsync(in + in_bytes, 0, c.in.size - in_bytes), "clearing the input's slack");
+    auto* zone = static_cast<char*>(c.zone.ptr);
     fill_words(zone, g, kCanaryBits, nullptr);
-    fill_words(zone + g * c->element, c->n, kPoisonBits, nullptr);
-    fill_words(zone + (g + c->n) * c->element, g, kCanaryBits, nullptr);
+    fill_words(zone + g * element, n, kPoisonBits, nullptr);
+    fill_words(zone + (g + n) * element, g, kCanaryBits, nullptr);
+    cuda(cudaMemsetAsync(zone + zone_bytes, 0, c.zone.size - zone_bytes), "clearing the zone's slack");
     cuda(cudaDeviceSynchronize(), "waiting for the input and the poison");
-    check_ = std::move(c);
-    return {{"ok", true}, {"sizes", {check_->in.size, check_->zone.size}}};
+    c.active = true;
+    return {{"ok", true}, {"sizes", {c.in.size, c.zone.size}}, {"kept", kept && out_fds.empty()}};
+  }
+
+  /// The check case set up and not yet released.
+  CheckCase& active_case(const char* op) {
+    if (!check_ || !check_->active) throw std::runtime_error(std::string(op) + " without a case");
+    return *check_;
   }
 
   /// After the worker's call: whether guards, input and output are right (output_check.h), found on
   /// the device. The case stays for a collect when they are not shown right.
   json check(const json& msg) {
-    if (!check_) throw std::runtime_error("check without a case");
+    active_case("check");
     const ScanKind kind = *parse_kind(msg.at("kind").get<std::string>());
     const bool f32 = msg.at("dtype").get<std::string>() == "float32";
     const std::size_t g = kGuardElements, n = check_->n;
@@ -215,14 +254,14 @@ class Checker {
 
   json collect(int staging_fd) {
     const Staging staging(staging_fd);
-    if (!check_) throw std::runtime_error("collect without a case");
+    active_case("collect");
     const std::size_t g = kGuardElements, in_bytes = check_->n * check_->element,
                       zone_bytes = (check_->n + 2 * g) * check_->element;
     cuda(cudaMemcpy(staging.at(0, zone_bytes), check_->zone.ptr, zone_bytes, cudaMemcpyDeviceToHost), "reading the output");
     if (in_bytes)
       cuda(cudaMemcpy(staging.at(zone_bytes, in_bytes), check_->in.ptr, in_bytes, cudaMemcpyDeviceToHost),
            "reading the input back");
-    check_.reset();
+    check_->active = false;
     return {{"ok", true}};
   }
 
@@ -230,6 +269,7 @@ class Checker {
   json time_setup(const json& msg, int input_fd, std::vector<int>& out_fds) {
     const Staging staging(input_fd, Staging::ReadOnly);
     timed_.reset();
+    check_.reset();  // the timed cases come after the check cases: their memory is free again
     auto t = std::make_unique<TimedCase>();
     t->n = msg.at("n").get<std::size_t>();
     t->element = element_of(msg);

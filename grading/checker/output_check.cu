@@ -1,6 +1,7 @@
 // Device-side check of a timed output (output_check.h).
 #include "output_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -105,11 +106,43 @@ __global__ void fill_kernel(std::uint32_t* p, std::size_t count, std::uint32_t v
     p[i] = value;
 }
 
-/// Device scratch for one call, freed however the call ends.
+/// Device scratch for one call. Up to kKeptScratch bytes it comes from memory this process keeps
+/// for the next call (one piece per use): allocating and freeing on every case would take a driver
+/// lock that every process on the GPU shares, and cudaFree waits for the device. Larger pieces
+/// (the few large cases) are allocated for the call and freed however it ends.
+enum class Use { Flag, Values, Temp };
+constexpr std::size_t kKeptScratch = std::size_t{64} << 20;
+
 struct Scratch {
   void* p = nullptr;
-  explicit Scratch(std::size_t bytes) { check(cudaMalloc(&p, bytes ? bytes : 1), "allocating the band's scratch"); }
-  ~Scratch() { cudaFree(p); }
+  bool own = false;
+  Scratch(Use use, std::size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (bytes > kKeptScratch) {
+      check(cudaMalloc(&p, bytes), "allocating the check's scratch");
+      own = true;
+      return;
+    }
+    struct Kept {
+      void* p = nullptr;
+      std::size_t bytes = 0;
+    };
+    thread_local Kept kept[3];
+    Kept& k = kept[static_cast<int>(use)];
+    if (k.bytes < bytes) {
+      if (k.p) cudaFree(k.p);
+      k = Kept{};
+      const std::size_t grown = std::min(kKeptScratch, std::max(bytes, std::size_t{1} << 20));
+      check(cudaMalloc(&k.p, grown), "allocating the check's scratch");
+      k.bytes = grown;
+    }
+    p = k.p;
+  }
+  ~Scratch() {
+    if (own) cudaFree(p);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
 };
 
 unsigned grid_for(std::size_t n) {
@@ -127,7 +160,7 @@ void device_scan(In in, Out out, std::size_t n, bool inclusive, Op op, Init init
   };
   std::size_t bytes = 0;
   check(run(nullptr, bytes), "sizing the band's scan");
-  Scratch temp(bytes);
+  Scratch temp(Use::Temp, bytes);
   check(run(temp.p, bytes), "the band's scan");
   check(cudaStreamSynchronize(stream), "waiting for the band's scan");
 }
@@ -163,7 +196,7 @@ template <>
 void acceptance_band_on_device<float>(const float* d_in, std::size_t n, ScanKind kind, float* d_lo, float* d_hi,
                                       cudaStream_t stream) {
   if (n == 0) return;
-  Scratch prefix(n * sizeof(Prefix));
+  Scratch prefix(Use::Values, n * sizeof(Prefix));
   auto* p = static_cast<Prefix*>(prefix.p);
   const bool inclusive = kind == ScanKind::Inclusive;
   device_scan(thrust::make_transform_iterator(d_in, PrefixOf{}), p, n, inclusive, AddPrefixes{}, Prefix{0.0, 0.0, 0ull},
@@ -176,7 +209,7 @@ void acceptance_band_on_device<float>(const float* d_in, std::size_t n, ScanKind
 template <typename T>
 bool verified_on_device(const T* zone, std::size_t guard, const T* in, const T* pristine, std::size_t n, ScanKind kind,
                         cudaStream_t stream) {
-  Scratch flag(sizeof(unsigned));
+  Scratch flag(Use::Flag, sizeof(unsigned));
   auto* flags = static_cast<unsigned*>(flag.p);
   check(cudaMemsetAsync(flags, 0, sizeof(unsigned), stream), "clearing the check's flag");
   const auto* words = reinterpret_cast<const std::uint32_t*>(zone);
@@ -187,7 +220,7 @@ bool verified_on_device(const T* zone, std::size_t guard, const T* in, const T* 
   const bool inclusive = kind == ScanKind::Inclusive;
   if (n > 0) {
     if constexpr (std::is_same_v<T, float>) {
-      Scratch prefix(n * sizeof(Prefix));
+      Scratch prefix(Use::Values, n * sizeof(Prefix));
       auto* p = static_cast<Prefix*>(prefix.p);
       device_scan(thrust::make_transform_iterator(pristine, PrefixOf{}), p, n, inclusive, AddPrefixes{},
                   Prefix{0.0, 0.0, 0ull}, stream);
@@ -195,7 +228,7 @@ bool verified_on_device(const T* zone, std::size_t guard, const T* in, const T* 
       check(cudaGetLastError(), "launching the output check");
       check(cudaStreamSynchronize(stream), "waiting for the output check");
     } else {
-      Scratch sums(n * sizeof(long long));
+      Scratch sums(Use::Values, n * sizeof(long long));
       auto* s = static_cast<long long*>(sums.p);
       device_scan(thrust::make_transform_iterator(pristine, Widen{}), s, n, inclusive, cuda::std::plus<long long>{},
                   0ll, stream);

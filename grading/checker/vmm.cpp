@@ -147,6 +147,17 @@ std::string create(std::size_t bytes, Mapping& m, int& fd) {
   return "";
 }
 
+std::string share(const Mapping& m, int& fd) {
+  const Driver& d = driver();
+  if (!d.error.empty()) return d.error;
+  int exported = -1;
+  if (const CUresult r = d.export_handle(&exported, m.handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+      r != CUDA_SUCCESS)
+    return failed("cuMemExportToShareableHandle", r);
+  fd = exported;
+  return "";
+}
+
 std::string import(int fd, std::size_t size, Mapping& m) {
   const Driver& d = driver();
   if (!d.error.empty()) return d.error;

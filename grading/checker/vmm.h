@@ -27,6 +27,9 @@ std::size_t rounded(std::size_t bytes, std::size_t granule);
 /// Creates `bytes` (rounded) of device memory, maps it read-write here and exports a descriptor
 /// (`fd`, the caller's to close). "" or what failed.
 std::string create(std::size_t bytes, Mapping& m, int& fd);
+/// Exports another descriptor of an allocation `create` made (`fd`, the caller's to close): for a
+/// process that maps the same memory again. "" or what failed.
+std::string share(const Mapping& m, int& fd);
 /// Imports a descriptor of `size` bytes (as created) and maps it read-write here (the fd stays the
 /// caller's). "" or what failed.
 std::string import(int fd, std::size_t size, Mapping& m);

@@ -49,7 +49,7 @@ struct MemFile {
 
 class HostMemory : public CaseMemory {
  public:
-  std::string setup(std::size_t n, std::size_t element, const InputSource& input, SharedBuffers& out) override {
+  std::string setup(std::size_t n, std::size_t element, const InputSource& input, bool, SharedBuffers& out) override {
     release();
     if (n && !input.data) return "the emulation backend's cases need their input in memory";
     in_ = std::make_unique<MemFile>();
@@ -90,7 +90,8 @@ class HostMemory : public CaseMemory {
 class CheckerMemory : public CaseMemory {
  public:
   explicit CheckerMemory(CheckerProcess& checker) : checker_(checker) {}
-  std::string setup(std::size_t n, std::size_t element, const InputSource& input, SharedBuffers& out) override {
+  std::string setup(std::size_t n, std::size_t element, const InputSource& input, bool worker_holds,
+                    SharedBuffers& out) override {
     n_ = n;
     element_ = element;
     CachedInput from = input.file;
@@ -100,10 +101,13 @@ class CheckerMemory : public CaseMemory {
       from = {staging_.fd(), 0};
     }
     std::vector<int> fds;
-    const json reply = checker_.request({{"op", "setup"}, {"n", n}, {"offset", from.offset}}, {from.fd}, &fds);
+    const json reply = checker_.request({{"op", "setup"}, {"n", n}, {"offset", from.offset}, {"share", !worker_holds}},
+                                        {from.fd}, &fds);
     out.fds = fds;
     if (reply.contains("error")) return "the checker could not set the case up: " + reply["error"].get<std::string>();
-    if (fds.size() != 2) return "the checker sent " + std::to_string(fds.size()) + " descriptors, not 2";
+    out.kept = worker_holds && reply.value("kept", false);
+    if (fds.size() != (out.kept ? 0u : 2u))
+      return "the checker sent " + std::to_string(fds.size()) + " descriptors, not " + (out.kept ? "0" : "2");
     out.sizes = reply.at("sizes").get<std::vector<std::uint64_t>>();
     return "";
   }

@@ -33,10 +33,13 @@ struct CachedInput {
 struct SharedBuffers {
   std::vector<int> fds;  // owned: closed with the object
   std::vector<std::uint64_t> sizes;
+  bool kept = false;     // no descriptors: the buffers the worker holds from its last case, filled afresh
   SharedBuffers() = default;
   SharedBuffers(const SharedBuffers&) = delete;
   SharedBuffers& operator=(const SharedBuffers&) = delete;
-  SharedBuffers(SharedBuffers&& o) noexcept : fds(std::move(o.fds)), sizes(std::move(o.sizes)) { o.fds.clear(); }
+  SharedBuffers(SharedBuffers&& o) noexcept : fds(std::move(o.fds)), sizes(std::move(o.sizes)), kept(o.kept) {
+    o.fds.clear();
+  }
   ~SharedBuffers() { close(); }
   void close();  // closes the descriptors (after they were passed on)
 };
@@ -89,8 +92,10 @@ class CaseMemory {
   virtual ~CaseMemory() = default;
   /// Buffers for the next case: the input (n elements of `element` bytes, from `input`: in memory,
   /// or a descriptor of a case cache file, which only the checker reads) and the poisoned zone. ""
-  /// or a harness error.
-  virtual std::string setup(std::size_t n, std::size_t element, const InputSource& input, SharedBuffers& out) = 0;
+  /// or a harness error. `worker_holds`: the worker kept the buffers of its last case mapped; when
+  /// they fit this case, the trusted side may fill them again and send no descriptors (out.kept).
+  virtual std::string setup(std::size_t n, std::size_t element, const InputSource& input, bool worker_holds,
+                            SharedBuffers& out) = 0;
   /// After the call: true when the trusted side showed, without reading anything back, that guards,
   /// input and output are right (the checker's device check); then the case is released. False:
   /// collect() and judge on the host (always on the emulation backend). "" or a harness error in `error`.

@@ -77,7 +77,9 @@ void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   }
   CaseMemory* memory = case_memory(r);
   SharedBuffers buffers;
-  const std::string problem = memory ? memory->setup(e.c.n, sizeof(T), input, buffers) : "";
+  const bool holds = buffers_worker_ == workers_started_;
+  buffers_worker_ = -1;  // until the worker has replied with these buffers mapped
+  const std::string problem = memory ? memory->setup(e.c.n, sizeof(T), input, holds, buffers) : "";
   if (file.fd >= 0) ::close(file.fd);
   if (!memory) return;
   if (!problem.empty()) {
@@ -85,9 +87,11 @@ void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
     return harness_fault(r, problem);
   }
   cmd.shared = true;
+  cmd.kept = buffers.kept;
+  kept_buffers_ += buffers.kept ? 1 : 0;
   cmd.sizes = buffers.sizes;
-  worker_->send_fds(buffers.fds);  // a worker that is gone shows in the exchange
-  buffers.close();       // the worker has its own descriptors now
+  if (!buffers.kept) worker_->send_fds(buffers.fds);  // a worker that is gone shows in the exchange
+  buffers.close();  // the worker has its own descriptors now
   bool capped = false;
   const double deadline = cut_at_budget(case_deadline_s(e.c), capped, e.c.slot);
   const Exchange x = exchange(*worker_, cmd, deadline, capped, log_path_);
@@ -105,6 +109,7 @@ void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
     memory->release();
     return garbled(r, ex.what());
   }
+  if (reply.harness_error.empty()) buffers_worker_ = workers_started_;  // it keeps them mapped
   read_check_reply<T>(e, reply, *memory, data, gpu, r);
 }
 

@@ -75,12 +75,12 @@ void report_end(const Options& o, const json& score, int exit_code, const Phases
     std::cerr << "scangrade_judge: " << score["total"].get<double>() << " / " << score["max_total"].get<double>()
               << " points, exit " << exit_code << "\n";
   if (!o.verbose && o.gpu_lock.empty()) return;
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof line,
                 "scangrade_judge: phases functional_s=%.3f timing_s=%.3f lock_wait_s=%.3f sanitizer_s=%.3f "
-                "prepare_s=%.3f worker_starts=%d worker_start_s=%.3f checker_start_s=%.3f\n",
+                "prepare_s=%.3f worker_starts=%d worker_start_s=%.3f checker_start_s=%.3f kept_buffers=%d\n",
                 p.correctness_s, p.timing_s, p.lock_wait_s, p.sanitizer_s, p.prepare_s, p.worker_starts,
-                p.worker_start_s, p.checker_start_s);
+                p.worker_start_s, p.checker_start_s, p.kept_buffers);
   std::cerr << line;
 }
 
@@ -118,6 +118,7 @@ int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>
     g.phases.lock_wait_s = session->lock_wait_s();
     g.phases.prepare_s = session->prepare_s();
     g.phases.worker_starts = session->workers_started();
+    g.phases.kept_buffers = session->kept_buffers();
     g.phases.worker_start_s = session->worker_start_s();
     g.phases.checker_start_s = session->checker_start_s();
   }

@@ -41,6 +41,7 @@ struct Phases {
   double lock_wait_s = 0;    // waits for --gpu-lock
   double sanitizer_s = 0;    // the compute-sanitizer pass
   int worker_starts = 0;     // workers started (the first, and one after each crash or timeout)
+  int kept_buffers = 0;      // check cases that ran in the buffers of the case before (no new ones)
   double worker_start_s = 0; // from each worker's start to its hello, summed (spares start ahead)
   double checker_start_s = 0;  // the checker's start (GPU), while the first worker starts
 };

@@ -260,10 +260,18 @@ bool Session::ensure_worker(CaseResult& r) {
     const double took = seconds_since(started);
     worker_start_s_ += took;
     ++workers_started_;
-    if (o_.verbose || !o_.gpu_lock.empty())
+    if (o_.verbose || !o_.gpu_lock.empty()) {
+      // the steady clock is CLOCK_MONOTONIC here and in the worker: one clock for both
+      const auto at = [&](std::int64_t ns) {
+        return ns > 0 ? format_seconds(std::chrono::duration<double>(Clock::time_point(std::chrono::nanoseconds(ns)) -
+                                                                     started).count())
+                      : std::string("?");
+      };
       std::cerr << "scangrade_judge: worker " << workers_started_ << " ready " << format_seconds(took)
-                << " s after its start (its CUDA context " << format_seconds(h->device_ms / 1000)
-                << " s, the policy monitor " << format_seconds(h->monitor_ms / 1000) << " s)\n";
+                << " s after its start (its own code ran " << at(h->loaded_ns) << " s after it, its CUDA context "
+                << format_seconds(h->device_ms / 1000) << " s, the policy monitor "
+                << format_seconds(h->monitor_ms / 1000) << " s, the hello sent at " << at(h->sent_ns) << " s)\n";
+    }
     warm_spares();
     return true;
   }

@@ -128,6 +128,8 @@ class Session {
   int workers_started() const { return workers_started_; }
   /// Cases the current worker has run (0: none yet, or no worker: the next case starts a fresh one).
   int cases_in_worker() const { return worker_ ? cases_in_worker_ : 0; }
+  /// Check cases that ran in the buffers of the case before (CaseMemory::setup, SharedBuffers::kept).
+  int kept_buffers() const { return kept_buffers_; }
   /// Ends the current worker (not a loss: no spare is started); the next case starts a fresh one.
   void fresh_worker();
   double worker_start_s() const { return worker_start_s_; }
@@ -228,6 +230,7 @@ class Session {
   std::map<Slot, double> slot_budget_s_, slot_spent_s_;  // each slot's share and what its exchanges took
   double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0, worker_start_s_ = 0, checker_start_s_ = 0;
   int workers_started_ = 0, cases_in_worker_ = 0;
+  int buffers_worker_ = -1, kept_buffers_ = 0;  // the worker (by start number) that keeps the check buffers mapped, -1: none
   std::unique_ptr<CheckerProcess> checker_;  // the GPU backend's trusted side
   std::unique_ptr<CaseMemory> memory_;
   Staging timing_staging_;  // a timed case's input for the checker, when the case cache has none

@@ -71,7 +71,8 @@ std::string name(Mode m) {
 
 void to_json(json& j, const Hello& m) {
   j = {{"hello", 1}, {"device", m.device}, {"driver", m.driver}, {"cuda_runtime", m.cuda_runtime}, {"error", m.error},
-       {"monitor", m.monitor}, {"device_ms", m.device_ms}, {"monitor_ms", m.monitor_ms}};
+       {"monitor", m.monitor}, {"device_ms", m.device_ms}, {"monitor_ms", m.monitor_ms},
+       {"loaded_ns", m.loaded_ns}, {"sent_ns", m.sent_ns}};
 }
 
 void from_json(const json& j, Hello& m) {
@@ -92,6 +93,12 @@ void from_json(const json& j, Hello& m) {
   };
   m.device_ms = optional_ms("device_ms");
   m.monitor_ms = optional_ms("monitor_ms");
+  const auto optional_ns = [&](const char* key) {
+    const json* v = f.find(key);
+    return v && v->is_number_integer() ? v->get<std::int64_t>() : std::int64_t{0};
+  };
+  m.loaded_ns = optional_ns("loaded_ns");
+  m.sent_ns = optional_ns("sent_ns");
 }
 
 void to_json(json& j, const Baselines& m) {
@@ -114,6 +121,7 @@ void to_json(json& j, const Command& m) {
        {"kind", std::string(name(m.c.kind))},
        {"n", m.c.n},
        {"shared", m.shared},
+       {"kept", m.kept},
        {"sizes", m.sizes},
        {"call", m.call}};
 }
@@ -134,6 +142,8 @@ void from_json(const json& j, Command& m) {
   m.c.kind = known(parse_kind(f.text("kind")), "kind");
   m.c.n = f.count("n");
   m.shared = f.flag("shared");
+  m.kept = f.flag("kept");
+  if (m.kept && !m.shared) throw MessageError("field 'kept' without 'shared'");
   const json& sizes = f.at("sizes");
   if (!sizes.is_array() || sizes.size() > kMaxSharedBuffers) throw MessageError("field 'sizes' is not a short array");
   m.sizes.clear();

@@ -37,6 +37,10 @@ struct Hello {
   std::string monitor;  // why the policy monitor is off ("" when it watches every call)
   double device_ms = 0;   // what the worker's start spent on its CUDA context (device_unavailable)
   double monitor_ms = 0;  // and on installing the policy monitor (CUPTI)
+  /// steady-clock nanoseconds (CLOCK_MONOTONIC, the same in every process of the machine): when the
+  /// worker first ran code of its own (its earliest constructor), and when it sent this hello; 0:
+  /// not known. The judge compares them with its own start of the worker.
+  std::int64_t loaded_ns = 0, sent_ns = 0;
 };
 
 /// Medians (ms) of the baselines of one case on one GPU.
@@ -59,6 +63,9 @@ struct Command {
   /// DIR/in-K.bin into buffers of its own and returns no output (compute-sanitizer runs).
   /// time_begin: always shared (in 0, in 1, out 0, out 1).
   bool shared = false;
+  /// check, shared: the buffers of the worker's previous shared check, which it keeps mapped (no
+  /// descriptors arrive; the trusted side filled them afresh, sizes as before).
+  bool kept = false;
   std::vector<std::uint64_t> sizes;  // bytes of each shared buffer, in the order of the descriptors
   int call = -1;                     // time_call: the buffer pair (0 or 1), or -1: no slot call (calibration)
 };

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -129,32 +130,33 @@ int main(int argc, char** argv) {
       const Staging s(fds.at(0), false);
       const std::size_t offset = msg.value("offset", std::size_t{0});
       n = msg.at("n");
-      in = std::make_unique<MemFile>(n * 4);
-      zone = std::make_unique<MemFile>((n + 2 * g) * 4);
+      // like the checker: the last case's buffers stay when their rounded sizes fit (64 KiB granules
+      // here), filled afresh, and descriptors go out only when the judge asks for them
+      const auto rounded = [](std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + 65535) / 65536 * 65536; };
+      const bool kept = in && zone && in->size == rounded(n * 4) && zone->size == rounded((n + 2 * g) * 4);
+      if (!kept) {
+        in = std::make_unique<MemFile>(rounded(n * 4));
+        zone = std::make_unique<MemFile>(rounded((n + 2 * g) * 4));
+      }
+      std::memset(in->data, 0, in->size);
+      std::memset(zone->data, 0, zone->size);
       std::memcpy(in->data, s.data + offset, n * 4);
       check_input.assign(s.data + offset, s.data + offset + n * 4);
       auto* z = reinterpret_cast<std::uint32_t*>(zone->data);
       for (std::size_t i = 0; i < n + 2 * g; ++i) z[i] = (i < g || i >= g + n) ? scangrade::kCanaryBits : scangrade::kPoisonBits;
-      out = {in->fd, zone->fd};
+      if (!kept || msg.value("share", true)) out = {in->fd, zone->fd};
       reply["sizes"] = {in->size, zone->size};
+      reply["kept"] = kept && out.empty();
     } else if (op == "check") {
       const bool ok = msg.at("dtype") == "float32"
                           ? checked<float>(zone->data, in->data, check_input, n, kind_of(msg))
                           : checked<std::int32_t>(zone->data, in->data, check_input, n, kind_of(msg));
       reply["verified"] = ok;
-      if (ok) {
-        in.reset();
-        zone.reset();
-      }
     } else if (op == "collect") {
       const Staging s(fds.at(0));
       std::memcpy(s.data, zone->data, (n + 2 * g) * 4);
       std::memcpy(s.data + (n + 2 * g) * 4, in->data, n * 4);
-      in.reset();
-      zone.reset();
-    } else if (op == "release") {
-      in.reset();
-      zone.reset();
+    } else if (op == "release") {  // the buffers stay for the next case that fits them
     } else if (op == "time_setup") {
       const Staging s(fds.at(0), false);
       const std::size_t offset = msg.value("offset", std::size_t{0});

@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
   write_line(kReplyFd, encode(Hello{"fake CPU worker", "", "", ""}));
   if (mode.name == "exit_early" && mode.k < 0) return 0;
 
-  std::unique_ptr<Mapped> timed;  // time_begin .. time_end
+  std::unique_ptr<Mapped> timed;         // time_begin .. time_end
+  std::unique_ptr<Mapped> kept_buffers;  // the last shared check's (Command::kept)
   std::string line;
   while (std::getline(std::cin, line)) {
     const Command cmd = json::parse(line).get<Command>();
@@ -217,7 +218,12 @@ int main(int argc, char** argv) {
       }
       write_line(kReplyFd, encode(r));
     } else if (cmd.shared) {
-      const Mapped buffers(kReplyFd, cmd);
+      if (!cmd.kept) kept_buffers = std::make_unique<Mapped>(kReplyFd, cmd);
+      if (!kept_buffers || kept_buffers->sizes != std::vector<std::size_t>(cmd.sizes.begin(), cmd.sizes.end())) {
+        std::fprintf(stderr, "fake worker: kept buffers that it does not hold\n");
+        return 8;
+      }
+      const Mapped& buffers = *kept_buffers;
       if (!dump_dir.empty())
         write_file_atomic(dump_dir + "/in-" + std::to_string(k) + ".bin", buffers.at[0], n * 4);
       char* out = buffers.at[1] + kGuardCount * 4;

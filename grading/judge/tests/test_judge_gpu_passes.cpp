@@ -30,6 +30,27 @@ TEST_F(Judge, GpuBackendTimesPerfCasesAndScoresPerformance) {
   expect_no_process_left();
 }
 
+TEST_F(Judge, CheckBuffersStayForTheNextCaseThatFitsThem) {
+  // the fake checker, like the checker, keeps a case's buffers when the next case fits their rounded
+  // sizes (64 KiB there): the four small cases run in one pair, mapped by the worker once
+  const Result r = judge(worker("--mode ok"), "--sanitizer off --verbose", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_others_pass(r.results, {});
+  EXPECT_TRUE(contains(r.err, "kept_buffers=3")) << r.err;
+}
+
+TEST_F(Judge, AWorkerStartedAfterACrashIsSentTheKeptBuffersAgain) {
+  // command 2 (blelloch) crashes: the hierarchical case runs in a fresh worker, which holds no
+  // buffers and must receive descriptors (the fake worker exits 8 when told to use buffers it does
+  // not hold); the single-pass case after it runs in that worker's kept pair again
+  const Result r = judge(worker("--mode crash_on=2"), "--sanitizer off --verbose", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(case_of(r.results, "bl.float32.n100")["status"], "crash");
+  expect_others_pass(r.results, {"bl.float32.n100"});
+  EXPECT_TRUE(contains(r.err, "kept_buffers=2")) << r.err;
+}
+
 TEST_F(Judge, ATimedCallThatDidNotComputeItsResultFailsTheCase) {
   const Result r = judge(worker("--mode stale_timed"), "--sanitizer off", "gpu");
   ASSERT_TRUE(r.written) << r.err;
