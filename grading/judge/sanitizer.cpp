@@ -132,7 +132,9 @@ json sanitizer_pass(const Options& o, const std::string& compute_sanitizer, Sess
     for (const std::string& t : e.c.sanitize)
       if (std::find(tools.begin(), tools.end(), t) == tools.end()) tools.push_back(t);
   }
-  if (!per_case.empty()) session->shutdown();  // one GPU process of this judge at a time
+  if (!per_case.empty()) session->shutdown();  // the worker and the checker are done
+  // every tool's process starts now, so that their starts overlap (the runs stay one after another)
+  if (tools.size() > 1) session->prestart_tools(tools, compute_sanitizer);
   std::size_t processes = 0;
   for (const std::string& tool : tools) {
     std::vector<std::size_t> group;
@@ -161,6 +163,28 @@ json sanitizer_pass(const Options& o, const std::string& compute_sanitizer, Sess
   return pass;
 }
 
+Session::ToolProcess Session::start_tool(const std::string& tool, const std::string& compute_sanitizer) {
+  ToolProcess t;
+  t.xml_path = dir_ + "/san-" + std::to_string(next_k_) + "-" + tool + ".xml";
+  t.log_from = file_size_or_zero(sanitizer_log_path_);
+  t.process = start_worker({compute_sanitizer, "--tool", tool, "--error-exitcode", std::to_string(kSanitizerErrorExit),
+                            "--xml", "--save", t.xml_path, "--print-limit", "50", o_.worker, "--channel", dir_},
+                           sanitizer_log_path_);
+  return t;
+}
+
+void Session::prestart_tools(const std::vector<std::string>& tools, const std::string& compute_sanitizer) {
+  if (budget_exhausted()) return;
+  for (const std::string& tool : tools) {
+    if (started_tools_.count(tool)) continue;
+    try {
+      started_tools_[tool] = start_tool(tool, compute_sanitizer);
+    } catch (const std::exception&) {
+      return;  // run_tool starts it again and reports why it cannot
+    }
+  }
+}
+
 ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry*>& cases,
                           const std::string& compute_sanitizer) {
   ToolRun run;
@@ -171,20 +195,23 @@ ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry
     return run;
   };
   if (budget_exhausted()) return finish("the submission time budget was exhausted");
-  const std::string xml_path = dir_ + "/san-" + std::to_string(next_k_) + "-" + tool + ".xml";
-  const std::vector<std::string> argv = {compute_sanitizer, "--tool", tool, "--error-exitcode",
-                                         std::to_string(kSanitizerErrorExit), "--xml", "--save", xml_path,
-                                         "--print-limit", "50", o_.worker, "--channel", dir_};
-  std::unique_ptr<WorkerProcess> w;
-  try {
-    w = start_worker(argv, sanitizer_log_path_);
-  } catch (const std::exception& ex) {
-    return finish(std::string("cannot start compute-sanitizer: ") + ex.what());
+  ToolProcess started;
+  if (const auto it = started_tools_.find(tool); it != started_tools_.end()) {
+    started = std::move(it->second);  // started ahead (prestart_tools)
+    started_tools_.erase(it);
+  } else {
+    try {
+      started = start_tool(tool, compute_sanitizer);
+    } catch (const std::exception& ex) {
+      return finish(std::string("cannot start compute-sanitizer: ") + ex.what());
+    }
   }
+  std::unique_ptr<WorkerProcess> w = std::move(started.process);
+  const std::string xml_path = started.xml_path;
   std::optional<Hello> h;
   Status status;
-  const std::string problem = read_hello(*w, hello_deadline_s(true), sanitizer_log_path_,
-                                         file_size_or_zero(sanitizer_log_path_), h, status);
+  const std::string problem =
+      read_hello(*w, hello_deadline_s(true), sanitizer_log_path_, started.log_from, h, status);
   if (!problem.empty()) return finish(problem);
   for (const Entry* e : cases) {
     const Command cmd = command(Mode::Check, *e);

@@ -99,6 +99,7 @@ double Session::cut_at_budget(double deadline_s, bool& capped, std::optional<Slo
 
 void Session::shutdown() {
   spares_.clear();
+  started_tools_.clear();
   memory_.reset();
   checker_.reset();
   if (!worker_) return;

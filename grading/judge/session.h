@@ -156,7 +156,12 @@ class Session {
   ToolRun run_tool(const std::string& tool, const std::vector<const Entry*>& cases,
                    const std::string& compute_sanitizer);
 
-  /// Ends the worker (it may finish its output) and kills the spare workers.
+  /// Starts one compute-sanitizer process for each of `tools` now, so that their starts (each a
+  /// CUDA context under the tool) overlap; run_tool takes the one of its tool (sanitizer.cpp).
+  void prestart_tools(const std::vector<std::string>& tools, const std::string& compute_sanitizer);
+
+  /// Ends the worker (it may finish its output), kills the spare workers and any compute-sanitizer
+  /// process started ahead that no run took.
   void shutdown();
 
  private:
@@ -176,6 +181,15 @@ class Session {
   /// Ends a compute-sanitizer process and reads its report into `run`.
   ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_path,
                       Clock::time_point start, ToolRun run);
+  /// A compute-sanitizer process running `tool` over the worker, its report's path and the
+  /// sanitizer log's size when it started. Throws std::runtime_error when it cannot start.
+  struct ToolProcess {
+    std::unique_ptr<WorkerProcess> process;
+    std::string xml_path;
+    std::uintmax_t log_from = 0;
+  };
+  ToolProcess start_tool(const std::string& tool, const std::string& compute_sanitizer);
+  std::map<std::string, ToolProcess> started_tools_;  // prestart_tools: by tool, until run_tool takes one
   void time_case(const Entry& e, CaseResult& r, nlohmann::json& cache, bool& cache_changed);
 
   /// A new command numbered k (check: the case as written; timing: the input's case).

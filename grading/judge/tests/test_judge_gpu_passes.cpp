@@ -156,5 +156,31 @@ exit 0
   expect_no_process_left();
 }
 
+TEST_F(Judge, EveryToolsProcessStartsBeforeTheFirstToolRuns) {
+  // the stand-in racecheck waits (up to 10 s) for memcheck's process to have started before it runs
+  // its cases: it sees it only when the judge started both ahead (their CUDA contexts come up together)
+  write_text(suite_, R"({"suite": "san", "version": 1, "cases": [
+    {"id": "hs.n1000", "slot": "hillis_steele", "dtype": "int32", "kind": "inclusive", "n": 1000,
+     "values": "random", "seed": 1, "why": "a", "sanitize": ["racecheck", "memcheck"]}]})");
+  const std::string fake_cs = fake_sanitizer(R"SH(here="$(dirname "$0")"
+touch "$here/started-$tool"
+if [ "$tool" = racecheck ]; then
+  i=0
+  while [ ! -e "$here/started-memcheck" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+  [ -e "$here/started-memcheck" ] && echo "memcheck started before racecheck ran" >> "$here/cs.log"
+fi
+"$@"
+echo '<?xml version="1.0"?><ComputeSanitizerOutput></ComputeSanitizerOutput>' > "$save"
+exit 0
+)SH");
+  const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(fake_cs), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(read_file(dir_ + "/cs.log").value_or(""), "memcheck started before racecheck ran\n");
+  EXPECT_EQ(r.results["sanitizer_pass"]["processes"], 2);
+  EXPECT_EQ(case_of(r.results, "hs.n1000")["status"], "pass");
+  EXPECT_EQ(case_of(r.results, "hs.n1000")["sanitizer"]["ran"], true);
+  expect_no_process_left();
+}
+
 }  // namespace
 }  // namespace scangrade::grader
