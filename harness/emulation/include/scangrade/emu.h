@@ -49,8 +49,8 @@
 //   outside a kernel thread still kills the process, after a report on stderr.
 // * Memory: device memory (cudaMalloc, cudaMallocAsync, cudaMallocManaged, cudaMallocHost,
 //   cudaHostAlloc) lives in an address range of its own, never in the malloc heap, laid out like a
-//   GPU's (src/arena.h): 2 MiB aligned, the size rounded up to 2 MiB is mapped (a write into that
-//   slack is silent, as on a GPU: the harness's guard zones catch it), then at least 64 MiB unmapped,
+//   GPU's (src/arena.h): 2 MiB aligned, the size plus 64 KiB rounded up to 2 MiB is mapped (a write
+//   into that slack is silent, as on a GPU: the harness's guard zones catch it), then 64 MiB unmapped,
 //   so a wild access faults instead of corrupting the host heap. New allocations are filled with 0xFF
 //   bytes (garbage, like a GPU), shared memory with 0xFF at the start of every block. cudaMemGetInfo
 //   and the default pool's cudaMemPoolAttrUsedMemCurrent track live allocations, so a leaked
