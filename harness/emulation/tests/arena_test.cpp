@@ -153,8 +153,13 @@ TEST_F(Arena, WritesAndReadsInTheSlackAreSilent) {
   EXPECT_EQ(arena_test::read_at(d, last, &v), cudaSuccess);
   EXPECT_EQ(v, 1);
   EXPECT_EQ(arena_test::read_at(d, 5000, &v), cudaSuccess);
+  // exactly one granule: a tile read past its end still finds mapped slack (at least 64 KiB)
+  int* whole = device_ints(2 * kMiB / sizeof(int));
+  EXPECT_EQ(arena_test::read_at(whole, 2 * kMiB / sizeof(int) + 2047, &v), cudaSuccess);
+  EXPECT_EQ(arena_test::write_at(whole, 2 * kMiB / sizeof(int) + 16383, 1), cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(cudaFree(whole), cudaSuccess);
 }
 
 TEST_F(Arena, WritePastTheMappedPartIsAStickyIllegalAddress) {
