@@ -18,6 +18,12 @@ out_of_bounds_write, input_modified, fail, leak (scangrade/vocab.py). A hint is 
 substring) against the message of the slot's first case, in results.json order, whose status is not
 pass; hints of slots expected to pass on this backend are not checked. On the emulate backend the
 judge stops at its emulation cap unless --max-n says otherwise.
+
+With --fidelity DIR (grading/fidelity) the graded entries' case statuses are then compared with the
+other backend's recorded snapshot there (emulated: DIR/gpu_statuses.json; GPU:
+DIR/emulated_statuses.json) by tools/bench_fidelity.py, whose disagreements and agreement table are
+printed after the verdicts; when that comparison fails (agreement below 99%, or an unexplained
+disagreement that changes a slot's verdict) the exit status is 1 as well.
 """
 from __future__ import annotations
 
@@ -241,10 +247,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="read a batch run's results instead of grading (see above)")
     parser.add_argument("--copies", type=Path, metavar="FILE",
                         help="with --results-from: JSON {raw name: gallery entry} of a batch of copies")
+    parser.add_argument("--fidelity", type=Path, metavar="DIR",
+                        help="then compare every case's status with the other backend's snapshot in DIR "
+                             "(tools/bench_fidelity.py; see above)")
     args = parser.parse_args(argv)
     logsetup.setup("gallery")
     if args.copies and not args.results_from:
         parser.error("--copies needs --results-from")
+    if args.fidelity and args.results_from:
+        parser.error("--fidelity compares the results this run grades (not --results-from)")
     if args.backend == "auto":
         args.backend = detect_backend()
     toolchain_path = args.build_dir / "grading" / "toolchain.json"
@@ -268,7 +279,24 @@ def main(argv: list[str] | None = None) -> int:
                                                   "hints": e.hints,
                                                   "hint_mismatches": e.hint_problems() if not e.error else {}}
                                          for e in entries}, indent=1) + "\n")
-    return 1 if any(e.mismatches() for e in entries) else 0
+    fidelity_rc = check_fidelity(args, entries) if args.fidelity else 0
+    return 1 if any(e.mismatches() for e in entries) or fidelity_rc != 0 else 0
+
+
+def check_fidelity(args: argparse.Namespace, entries: list[Entry]) -> int:
+    """tools/bench_fidelity.py over the entries graded now and the other backend's snapshot."""
+    graded = [e.name for e in entries if not (e.error or e.skipped)]
+    if not graded:
+        print("fidelity: no entry graded, nothing to compare")
+        return 1
+    if args.backend == "emulate":
+        gpu, emulated = args.fidelity / "gpu_statuses.json", args.out
+    else:
+        gpu, emulated = args.out, args.fidelity / "emulated_statuses.json"
+    cmd = [sys.executable, str(REPO / "tools" / "bench_fidelity.py"), str(gpu), str(emulated),
+           "--explanations", str(args.fidelity / "explanations.json"), "--entries", ",".join(graded)]
+    print(flush=True)
+    return subprocess.run(cmd, timeout=600, stdin=subprocess.DEVNULL).returncode
 
 
 if __name__ == "__main__":
