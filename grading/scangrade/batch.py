@@ -37,7 +37,9 @@ than --jobs compilers run); judges run in one pool per GPU (CUDA_VISIBLE_DEVICES
 correctness and compute-sanitizer runs of several submissions go on side by side, and a judge times
 its submission's perf cases with the GPU to itself. The reference, CUB and copy baselines are timed
 once per case and GPU and kept in DIR/locks/baselines-gpu<N>.json (the judge's --baseline-cache). On
-the emulate backend one pool of --jobs judges shares the CPU slots with the compiles.
+the emulate backend one pool of --jobs judges shares the CPU slots with the compiles. Run as root,
+each judge's student code runs under a sandbox uid of its own; batches on one machine claim
+different blocks of them (/run/lock/scangrade-sandbox-uids-*.lock).
 
 Case data: every judge of the batch grades the same cases with the same seeds and secret, so each
 case's input and oracle output is made once and shared read-only through a folder of the batch (the
@@ -78,6 +80,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import heapq
 import io
@@ -116,8 +119,12 @@ from .vocab import EXIT_BAD_INPUT, EXIT_INTERNAL
 
 REPO = Path(__file__).resolve().parents[2]
 # Judges running side by side get a sandbox uid each (when run as root): RLIMIT_NPROC counts the
-# processes of a uid, so one submission's fork bomb must not use up another's allowance.
+# processes of a uid, so one submission's fork bomb must not use up another's allowance, and a
+# sandbox's end kills every process of its uid. Batches on one machine (Slurm tasks sharing a node)
+# claim blocks of uids through a lock file each, held while they run.
 SANDBOX_UID_BASE = 61000
+UID_BLOCK, UID_BLOCKS = 256, 16          # 61000..65095, below nobody (65534)
+UID_LOCK_DIRS = (Path("/run/lock"), Path("/var/lock"), Path(tempfile.gettempdir()))
 EXIT_OK = 0
 EXIT_REPOS_NOT_TAKEN = 1   # --repos: everything taken was graded, some repository could not be taken
 STAMP_VERSION = 1
@@ -337,6 +344,37 @@ def expected_judge_s(build_json: Path, weights: dict[str, float], previous_s: fl
     return sum(w for slot, w in weights.items() if slot not in idle)
 
 
+def claim_sandbox_uids(count: int, lock_dirs: tuple[Path, ...] = UID_LOCK_DIRS) -> tuple[list[int], list]:
+    """`count` sandbox uids no other batch on this machine is using: free blocks of UID_BLOCK, each
+    held with an flock on its file (released when the batch ends, however it ends). Returns the uids
+    and the open lock files. Not root: the judge runs student code as itself, any uids do."""
+    if os.geteuid() != 0:
+        return [SANDBOX_UID_BASE + i for i in range(count)], []
+    folder = next((d for d in lock_dirs if d.is_dir() and os.access(d, os.W_OK | os.X_OK)), None)
+    if folder is None:
+        raise OSError(f"no writable folder for the sandbox uid locks among {', '.join(map(str, lock_dirs))}")
+    uids: list[int] = []
+    held = []
+    for block in range(UID_BLOCKS):
+        if len(uids) >= count:
+            break
+        base = SANDBOX_UID_BASE + block * UID_BLOCK
+        f = open(folder / f"scangrade-sandbox-uids-{base}.lock", "a")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        held.append(f)
+        uids += range(base, base + UID_BLOCK)
+    if len(uids) < count:
+        for f in held:
+            f.close()
+        raise OSError(f"{count} sandbox uids wanted, {len(uids)} free: {UID_BLOCKS} batches at once at most "
+                      f"({folder}/scangrade-sandbox-uids-*.lock)")
+    return uids[:count], held
+
+
 def stamp_base(args: argparse.Namespace, toolchain: dict, backend: str) -> dict:
     """What every student's stamp holds besides the submission's hash: the run's settings."""
     secret = args.secret_file.read_text().rstrip("\r\n") if args.secret_file else None
@@ -398,6 +436,7 @@ class Batch:
         self.progress: Progress | None = None
         self.setpriv = shutil.which("setpriv")
         self.uids: queue.SimpleQueue[int] = queue.SimpleQueue()   # sandbox uids, one per running judge
+        self.uid_locks: list = []                                  # the uid blocks this batch holds
         self.case_cache: Path | None = None   # made by run(), removed when it returns or raises
         self.weights = suite_weights([*args.suite, *args.hidden_suite])   # the queue's order
 
@@ -415,8 +454,12 @@ class Batch:
                 self.pools.append(Pool(g, Seats(seats), env, locks / f"gpu{g}.lock"))
         else:
             self.pools.append(Pool("cpu", Seats(seats), dict(os.environ), None))
-        for i in range(seats * len(self.pools)):
-            self.uids.put(SANDBOX_UID_BASE + i)
+        try:
+            uids, self.uid_locks = claim_sandbox_uids(seats * len(self.pools))
+        except OSError as exc:
+            raise Stop(EXIT_INTERNAL, f"sandbox uids: {exc}") from None
+        for uid in uids:
+            self.uids.put(uid)
 
     @contextlib.contextmanager
     def compile_slot(self) -> Iterator[None]:
@@ -542,13 +585,15 @@ class Batch:
 
     # the whole batch ----------------------------------------------------------------------------------------
     def close(self) -> None:
-        """Remove the private folder (run() does it itself; for a Batch only asked about stamps)."""
+        """Remove the private folder and let go of the sandbox uids (run() does it itself)."""
         shutil.rmtree(self.private, ignore_errors=True)
+        for f in self.uid_locks:
+            f.close()
+        self.uid_locks = []
 
     def run(self, entries: list[Entry]) -> list[Student]:
         students = [Student(e, self.args.out / "students" / e.student_id) for e in entries]
         self.progress = Progress(len(students), enabled=not self.args.quiet)
-        self.make_pools()
 
         def one(st: Student) -> None:
             try:
@@ -560,9 +605,10 @@ class Batch:
 
         # One thread per student in flight: CPU slots bound the compiles, pool seats the judges. The
         # extra threads let compiles run ahead of the judges.
-        seats = self.args.judges_per_gpu * len(self.pools)
-        threads = max(1, min(len(students), 2 * (self.args.jobs + seats)))
         try:
+            self.make_pools()
+            seats = self.args.judges_per_gpu * len(self.pools)
+            threads = max(1, min(len(students), 2 * (self.args.jobs + seats)))
             if self.args.sandbox != "off":   # unconfined, a worker could write it (the judge ignores it too)
                 cap = self.args.max_n if self.args.max_n is not None else \
                     EMULATION_MAX_N if self.backend == "emulate" else None
@@ -575,7 +621,7 @@ class Batch:
             self.progress.close()
             if self.case_cache is not None:
                 shutil.rmtree(self.case_cache, ignore_errors=True)
-            shutil.rmtree(self.private, ignore_errors=True)
+            self.close()
         return students
 
 
@@ -992,7 +1038,7 @@ def slurm_submit(args: argparse.Namespace, setup: Setup) -> int:
     out = args.out
     previous = slurm.latest_run_dir(out)
     if previous is not None:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, KeyError):
             job = slurm.read_json(previous / "job.json")
             left = slurm.queued(str(job["array_job"]))
             if left:
@@ -1063,6 +1109,7 @@ def slurm_submit(args: argparse.Namespace, setup: Setup) -> int:
                        f"--slurm-finish (in place of --slurm) to write the gradebook")
         log.info("not waiting: %s and %s appear when job %s has ended (squeue -j %s)", out / "gradebook.csv",
                  out / "report.html", job["finish_job"], array_job)
+        print(array_job, flush=True)   # as sbatch --parsable: for a script's --dependency
         return EXIT_OK
     if finish_problem:
         log.warning("the job that writes the gradebook was not submitted (%s): this command writes it", finish_problem)
@@ -1073,7 +1120,7 @@ def slurm_wait(args: argparse.Namespace, setup: Setup, run: Path, plan: dict, jo
     """Wait for the array job (progress from squeue and the tasks' records), then finish here."""
     array_job = job["array_job"]
     total = sum(len(s["students"]) for s in plan["shards"])
-    last, silent = "", 0
+    last, silent, seen, gone = "", 0, False, 0
     try:
         while True:
             left = slurm.queued(array_job)
@@ -1084,6 +1131,11 @@ def slurm_wait(args: argparse.Namespace, setup: Setup, run: Path, plan: dict, jo
                     log.warning("squeue does not answer; still waiting for job %s", array_job)
             else:
                 silent = 0
+                seen = seen or bool(left)
+                gone = 0 if left else gone + 1
+                if not left and not seen and gone < 3:   # not listed yet: ask again before believing it ended
+                    time.sleep(args.poll_s)
+                    continue
                 counts: dict[str, int] = {}
                 for jid, state in left.items():
                     counts[state.lower()] = counts.get(state.lower(), 0) + slurm.count_tasks(jid)
@@ -1217,12 +1269,17 @@ def finish_class(args: argparse.Namespace, toolchain: dict, recipe: Recipe, back
     batch.close()
     if run is not None:
         append_records_once(args.out / "batch.log", run, records)
+
+    def per_task(key: str, default):   # the tasks' own settings (each task's --jobs is its allocation's)
+        return max((h.get(key) or 0 for h in headers.values()), default=0) or default
+
     gpus = [f"{h['node']}:{g}" for _, h in sorted(headers.items()) for g in h.get("gpus") or []]
     tasks = [{"task": s["task"], "students": len(s["students"]), "node": headers.get(s["task"], {}).get("node"),
               "state": states[s["task"]].describe() if s["task"] in states else None} for s in plan.get("shards", [])]
     head = {"started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(first)),
             "wall_s": round(time.time() - first, 3) if headers else 0.0, "backend": backend, "gpus": gpus,
-            "jobs": args.jobs, "judges_per_gpu": args.judges_per_gpu, "stamp": batch.stamp_base,
+            "jobs": per_task("jobs", args.jobs), "judges_per_gpu": per_task("judges_per_gpu", args.judges_per_gpu),
+            "stamp": batch.stamp_base,
             **({"slurm": {"run": str(run), "array_job": array_job, "finish_job": job.get("finish_job"),
                           "tasks": tasks, "not_run": sorted(not_run)}} if run else {})}
     for t in tasks:

@@ -92,6 +92,11 @@ def stamps(out: Path) -> dict[str, tuple[float, str]]:
     return found
 
 
+def logs(out: Path) -> str:
+    """Every run's Slurm output files, for a failing assertion's message."""
+    return "\n".join(f"--- {p}\n{p.read_text(errors='replace')}" for p in sorted((out / "slurm").glob("*/logs/*.out")))
+
+
 def task_records(run: Path) -> list[str]:
     """The students the run's tasks finished (their records files), in order."""
     ids = []
@@ -124,14 +129,14 @@ def graded_class(cluster, tmp_path_factory):
 
 def test_the_cluster_grades_the_class_as_a_local_batch_does(graded_class):
     r = graded_class["run"]
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0, r.stderr + logs(graded_class["slurm"])
     assert "submitted job" in r.stderr and "2 task(s) grading 4 student(s)" in r.stderr
     assert "student(s) finished" in r.stderr     # the progress line
     local, slurm = gradebook(graded_class["local"]), gradebook(graded_class["slurm"])
     assert set(slurm) == {"correct_brent_kung", "leeann_1001", "wrong_does_not_compile", "swapped"}
     for sid, row in slurm.items():
         assert {k: v for k, v in row.items() if k != "seconds"} == \
-               {k: v for k, v in local[sid].items() if k != "seconds"}, sid
+               {k: v for k, v in local[sid].items() if k != "seconds"}, f"{sid}: {r.stderr}"
         assert row["run"] == "graded" and row["outcome"] == "graded"
         mine = json.loads((graded_class["slurm"] / row["results"]).read_text())
         theirs = json.loads((graded_class["local"] / row["results"]).read_text())
@@ -160,8 +165,8 @@ def test_the_cluster_grades_the_class_as_a_local_batch_does(graded_class):
 def test_the_same_command_again_submits_nothing(cluster, graded_class):
     before = stamps(graded_class["slurm"])
     r = slurm_batch(cluster, graded_class["subs"], graded_class["slurm"], "--tasks", "2")
-    assert r.returncode == 0, r.stderr
-    assert "nothing to grade on the cluster" in r.stderr and "submitted job" not in r.stderr
+    assert r.returncode == 0, r.stderr + logs(graded_class["slurm"])
+    assert "nothing to grade on the cluster" in r.stderr, r.stderr + logs(graded_class["slurm"]) and "submitted job" not in r.stderr
     assert stamps(graded_class["slurm"]) == before
     assert {row["run"] for row in gradebook(graded_class["slurm"]).values()} == {"reused"}
     assert len(runs(graded_class["slurm"])) == 1

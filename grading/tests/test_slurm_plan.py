@@ -204,6 +204,7 @@ def test_a_run_submits_one_array_and_a_dependent_job_and_its_tasks_grade_their_s
     r = submit(fake_slurm, "--tasks", "2", "--jobs", "2", "--partition", "gpu", "--account", "cs101",
                "--time", "0:30:00", "--array-parallel", "1", "--sbatch-arg=--qos=short")
     assert r.returncode == 0, r.stderr
+    assert r.stdout == "500\n"                                   # the array job's id, for scripts
     array, finish = sbatch_calls(fake_slurm)
     assert "--array=0-1%1" in array and "--cpus-per-task=2" in array and "--qos=short" in array
     assert "--partition=gpu" in array and "--account=cs101" in array and "--time=0:30:00" in array
@@ -304,3 +305,48 @@ def test_gpu_tasks_ask_for_gres_and_grade_on_the_gpus_slurm_gives(fake_slurm):
     assert t.returncode == 0, t.stderr
     header = json.loads((run / "records" / "task-0.jsonl").read_text().splitlines()[0])
     assert header["gpus"] == ["3"] and header["jobs"] == 4 and header["judges_per_gpu"] == 4
+
+
+def test_repositories_are_taken_once_at_submission_and_keep_their_columns(fake_slurm):
+    from test_repos import Remote
+    ann = Remote(fake_slurm["tmp"], "ann")
+    ann.commit(GOOD, "2025-03-01T20:00:00+00:00")
+    ann.push()
+    class_list = fake_slurm["tmp"] / "class.txt"
+    class_list.write_text(f"ann {ann.url}\nbob {(fake_slurm['tmp'] / 'server' / 'bob.git').as_uri()}\n")
+    r = subprocess.run([sys.executable, str(BATCH), "--repos", str(class_list), "--out", str(fake_slurm["out"]),
+                        "--build-dir", str(fake_slurm["build"]), "--backend", "emulate", "--slurm", "--no-wait"],
+                       capture_output=True, text=True, timeout=120, env=fake_slurm["env"])
+    assert r.returncode == 0, r.stderr
+    (run,) = [p.parent for p in (fake_slurm["out"] / "slurm").glob("*/job.json")]
+    assert "--repos" not in (run / "task.sh").read_text()          # the tasks grade the exported folders
+    assert run_as_slurm(fake_slurm, run / "task.sh", {"SLURM_ARRAY_TASK_ID": "0"}).returncode == 0
+    f = run_as_slurm(fake_slurm, run / "finish.sh", {})
+    assert f.returncode == 1, f.stderr                  # as a local --repos batch: bob could not be taken
+    book = read_book(fake_slurm["out"])
+    assert book["ann"]["outcome"] == "graded" and book["ann"]["commit"] and book["ann"]["commit_rule"] == "tip"
+    assert book["bob"]["run"] == "not_taken" and book["bob"]["repo_error"]
+    assert graded_by_judge(fake_slurm) == ["ann"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sandbox uids are claimed only as root (otherwise student code runs as the grader)")
+def test_batches_on_one_machine_never_share_sandbox_uids(tmp_path):
+    """Two Slurm tasks on one node (or two batches on one host) each hold their own uid blocks: a
+    sandbox's end kills every process of its uid, which must never be another judge's worker."""
+    from scangrade.batch import UID_BLOCK, claim_sandbox_uids
+    first, held1 = claim_sandbox_uids(3, (tmp_path,))
+    second, held2 = claim_sandbox_uids(UID_BLOCK + 1, (tmp_path,))      # two blocks
+    assert len(first) == 3 and len(second) == UID_BLOCK + 1 and not set(first) & set(second)
+    for f in held1:
+        f.close()
+    third, held3 = claim_sandbox_uids(2, (tmp_path,))                    # the first batch's block is free again
+    assert third == first[:2]
+    # another process sees the same locks
+    code = ("import sys; from pathlib import Path; from scangrade.batch import claim_sandbox_uids; "
+            "print(claim_sandbox_uids(1, (Path(sys.argv[1]),))[0][0])")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(GRADING)))
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) not in set(second) | set(third)
+    for f in held2 + held3:
+        f.close()
