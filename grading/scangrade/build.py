@@ -106,6 +106,8 @@ class Run:
 
 
 SANDBOX_TIMEOUT = 124   # scangrade_sandbox: the command ran past --timeout-s
+COMPILE_NICENESS = 10   # compiles, rewrites and links run below the judges' priority (run_tool)
+NICE = shutil.which("nice")
 
 
 def _outside_usr(path: Path) -> bool:
@@ -163,8 +165,12 @@ def run_tool(cmd: list[str], cwd: Path | None, timeout: float, confine: Confinem
         run = run_tool(confine.wrap(cmd, cwd, list(read_only), list(writable), timeout), cwd, timeout + 30)
         return Run(None if run.returncode == SANDBOX_TIMEOUT else run.returncode, run.output, run.seconds)
     start = time.monotonic()
+    # A compile is throughput work; a judge's exchanges with its worker and the GPU are latency
+    # work. In a batch both run at once and the compiles fill every core: at a lower priority they
+    # still use all the CPU the judges leave (nice(1): every process the command starts inherits it).
+    niced = [NICE, "-n", str(COMPILE_NICENESS)] if NICE else []
     try:
-        proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(niced + [str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return Run(127, f"cannot run {cmd[0]}: {exc}\n", time.monotonic() - start)

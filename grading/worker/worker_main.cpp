@@ -95,9 +95,10 @@ class SharedMappings {
     if (fds.size() != c.sizes.size()) throw std::runtime_error("the case buffers do not match the command");
     for (std::size_t i = 0; i < fds.size(); ++i) {
 #ifdef SCANGRADE_EMULATED
-      void* p = mmap(nullptr, c.sizes[i], PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
-      if (p == MAP_FAILED) throw std::runtime_error(std::string("mapping a case buffer: ") + std::strerror(errno));
-      emu::adopt_memory(p, c.sizes[i]);
+      // in the emulator's device arena, with its guard after the slack: a wild write faults as an
+      // illegal address instead of landing in the other buffer or the host heap
+      void* p = emu::map_shared_memory(fds[i], c.sizes[i]);
+      if (p == nullptr) throw std::runtime_error(std::string("mapping a case buffer: ") + std::strerror(errno));
       maps_.push_back({p, c.sizes[i]});
 #else
       vmm::Mapping m;
@@ -110,8 +111,7 @@ class SharedMappings {
   ~SharedMappings() {
     for (auto& m : maps_) {
 #ifdef SCANGRADE_EMULATED
-      emu::forget_memory(m.ptr);
-      munmap(m.ptr, m.size);
+      emu::unmap_shared_memory(m.ptr);
 #else
       vmm::release(m);
 #endif
