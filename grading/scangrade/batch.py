@@ -123,6 +123,10 @@ REPO = Path(__file__).resolve().parents[2]
 # sandbox's end kills every process of its uid. Batches on one machine (Slurm tasks sharing a node)
 # claim blocks of uids through a lock file each, held while they run.
 SANDBOX_UID_BASE = 61000
+# Judges per GPU by default: more judges on one GPU grade a class no faster, since every process
+# that uses the GPU adds context switches and waits in the driver (one H100, 48 submissions:
+# 8 judges 82 s, 12 judges 95 s, 16 judges 103 s; README "Benchmark").
+JUDGES_PER_GPU = 8
 UID_BLOCK, UID_BLOCKS = 256, 16          # 61000..65095, below nobody (65534)
 UID_LOCK_DIRS = (Path("/run/lock"), Path("/var/lock"), Path(tempfile.gettempdir()))
 EXIT_OK = 0
@@ -673,7 +677,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--gpus", default="auto", help="auto (CUDA_VISIBLE_DEVICES, else nvidia-smi -L) or a "
                         "comma list of GPU indices; one judge pool and one GPU lock per GPU")
     parser.add_argument("--judges-per-gpu", type=int, default=None,
-                        help="judges running at once per GPU (default: --jobs split over the GPUs; emulate: --jobs)")
+                        help=f"judges running at once per GPU (default: --jobs split over the GPUs, at most "
+                             f"{JUDGES_PER_GPU}; emulate: --jobs)")
     parser.add_argument("--max-n", type=int, default=None, help="grade only cases with n <= N (default: all; emulated runs stop at the judge's "
                         "emulation cap)")
     parser.add_argument("--budget-s", type=float, default=900, help="each judge's time budget (default: 900)")
@@ -891,7 +896,7 @@ def pick_gpus(args: argparse.Namespace, backend: str) -> list[str]:
         if not gpus:
             raise Stop(EXIT_INTERNAL, "--backend gpu but no GPU found (nvidia-smi -L); give --gpus 0 to force")
     if args.judges_per_gpu is None:
-        args.judges_per_gpu = max(1, args.jobs // len(gpus)) if gpus else args.jobs
+        args.judges_per_gpu = min(JUDGES_PER_GPU, max(1, args.jobs // len(gpus))) if gpus else args.jobs
     return gpus
 
 

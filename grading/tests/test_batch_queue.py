@@ -6,6 +6,7 @@ import threading
 import time
 from pathlib import Path
 
+from scangrade import batch
 from scangrade.batch import Seats, expected_judge_s, previous_judge_s, suite_weights
 
 REPO = Path(__file__).resolve().parents[2]
@@ -82,3 +83,17 @@ def test_expected_time_comes_from_the_last_run_else_from_the_slots_that_compiled
     assert previous_judge_s(stamp) == 5.0
     stamp.write_text("not json")
     assert previous_judge_s(stamp) is None
+
+
+def test_judges_per_gpu_default_is_capped():
+    """--jobs split over the GPUs, at most JUDGES_PER_GPU judges on one GPU; --judges-per-gpu wins."""
+    def judges(argv):
+        args = batch.parse_args(["subs", "--out", "out", *argv])
+        batch.pick_gpus(args, "gpu")
+        return args.judges_per_gpu
+
+    assert judges(["--gpus", "0", "--jobs", "16"]) == batch.JUDGES_PER_GPU == 8
+    assert judges(["--gpus", "0,1", "--jobs", "16"]) == 8
+    assert judges(["--gpus", "0,1,2,3", "--jobs", "16"]) == 4
+    assert judges(["--gpus", "0", "--jobs", "4"]) == 4
+    assert judges(["--gpus", "0", "--jobs", "16", "--judges-per-gpu", "12"]) == 12
