@@ -167,6 +167,21 @@ def snapshot(side: Side, note: str = "") -> dict:
     return doc
 
 
+def dump_snapshot(doc: dict) -> str:
+    """JSON with one line per entry (a diff of two snapshots shows the entries that changed)."""
+    lines = ["{"]
+    keys = list(doc)
+    for i, key in enumerate(keys):
+        comma = "," if i < len(keys) - 1 else ""
+        value = doc[key]
+        if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
+            rows = [f"  {json.dumps(name)}: {json.dumps(value[name])}" for name in sorted(value)]
+            lines.append(f" {json.dumps(key)}: {{\n" + ",\n".join(rows) + f"\n }}{comma}")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value)}{comma}")
+    return "\n".join(lines) + "\n}\n"
+
+
 def load_explanations(path: Path, gallery: Path) -> list[Explanation]:
     """explanations.json, then each gallery entry's documented emulation_verdicts override."""
     found = []
@@ -314,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for path, side in ((args.write_snapshot, gpu), (args.write_emulated_snapshot, emu)):
         if path:
-            path.write_text(json.dumps(snapshot(side, args.note), indent=1, sort_keys=False) + "\n")
+            path.write_text(dump_snapshot(snapshot(side, args.note)))
             print(f"wrote the {side.backend} snapshot of {side.source} to {path} ({len(side.statuses)} entries)")
 
     rows, gpu_only, emu_only = compare(gpu, emu, explanations)
