@@ -51,7 +51,7 @@ def test_agreement_is_agreeing_over_compared(tmp_path, no_gallery, capsys):
     assert (totals["compared"], totals["agreeing"], totals["agreement"]) == (149, 149, 1.0)
     assert totals["slots_compared"] == 2 and totals["slots_agreeing"] == 2
     out = capsys.readouterr().out
-    assert "case-status agreement: 100.00% (149/149)" in out
+    assert "case-status agreement: 100.00% (149/149); counting the 0 explained differences: 100.00%" in out
     assert out.rstrip().splitlines()[-1] == "fidelity ok"
 
 
@@ -123,14 +123,25 @@ def test_expected_json_emulation_verdicts_explain(tmp_path, capsys):
 def test_agreement_below_the_threshold_fails(tmp_path, no_gallery):
     gpu = write_results(tmp_path / "gpu", "gpu", {"e": [case("blelloch", n, "fail") for n in range(1, 11)]})
     emu = write_results(tmp_path / "emu", "emulate",
+                        {"e": [case("blelloch", n, "fail" if n > 1 else "pass") for n in range(1, 11)]})
+    # the verdicts agree (fail); one unexplained case in ten: 90% < 99%
+    assert run(tmp_path, gpu, emu, no_gallery) == 1
+    assert report(tmp_path)["totals"]["unexplained_verdict_changes"] == 0
+    assert run(tmp_path, gpu, emu, no_gallery, None, "--min-agreement", "0.9") == 0
+    # explained: it no longer counts against the threshold, unless --raw
+    rows = [{"entry": "e", "cases": "blelloch.*", "gpu": "fail", "emulated": "pass", "why": "known"}]
+    assert run(tmp_path, gpu, emu, no_gallery, rows) == 0
+    assert report(tmp_path)["totals"]["explained_agreement"] == 1.0
+    assert run(tmp_path, gpu, emu, no_gallery, rows, "--raw") == 1
+
+
+def test_a_case_explanation_does_not_explain_a_verdict(tmp_path, no_gallery):
+    gpu = write_results(tmp_path / "gpu", "gpu", {"e": [case("blelloch", n, "fail") for n in range(1, 11)]})
+    emu = write_results(tmp_path / "emu", "emulate",
                         {"e": [case("blelloch", n, "fail" if n > 1 else "input_modified") for n in range(1, 11)]})
-    rows = [{"entry": "e", "cases": "*", "why": "known"}]
-    # explained, but 9/10 agree; the verdicts differ (input_modified ranks before fail) and a `cases` row
-    # explains cases only
-    assert run(tmp_path, gpu, emu, no_gallery, rows) == 1
-    rows = [{"entry": "e", "why": "known"}]
-    assert run(tmp_path, gpu, emu, no_gallery, rows) == 1                      # 90% < 99%
-    assert run(tmp_path, gpu, emu, no_gallery, rows, "--min-agreement", "0.9") == 0
+    # input_modified ranks before fail: the verdicts differ; a row with `cases` explains cases only
+    assert run(tmp_path, gpu, emu, no_gallery, [{"entry": "e", "cases": "*", "why": "known"}]) == 1
+    assert run(tmp_path, gpu, emu, no_gallery, [{"entry": "e", "why": "known"}]) == 0
 
 
 def test_snapshot_round_trip(tmp_path, no_gallery):
