@@ -52,7 +52,6 @@ from scangrade.vocab import SLOTS, slot_verdict  # noqa: E402
 FIDELITY = REPO / "grading" / "fidelity"
 GALLERY = REPO / "grading" / "gallery"
 SNAPSHOT_FORMAT = "scangrade-fidelity-statuses/1"
-SIDES = ("gpu", "emulate")
 
 
 @dataclass
