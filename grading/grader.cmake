@@ -46,6 +46,16 @@ target_include_directories(scangrade_checker PRIVATE ${SCANGRADE_PROTOCOL_DIR} $
 target_link_libraries(scangrade_checker PRIVATE scangrade_device scangrade_reference CUDA::cudart
                       nlohmann_json::nlohmann_json)
 
+# tools/bench_reference.py's timings: the reference scans, CUB and a copy, with the checker's method.
+add_executable(scangrade_bench_reference
+  ${SCANGRADE_PROTOCOL_SOURCES}
+  ${SCANGRADE_CHECKER_DIR}/bench_reference_main.cpp
+  ${SCANGRADE_CHECKER_DIR}/bench.cpp
+  $<TARGET_OBJECTS:scangrade_alloc_tracker_obj>)
+target_include_directories(scangrade_bench_reference PRIVATE ${SCANGRADE_PROTOCOL_DIR} ${SCANGRADE_CHECKER_DIR})
+target_link_libraries(scangrade_bench_reference PRIVATE scangrade_device scangrade_reference CUDA::cudart
+                      nlohmann_json::nlohmann_json)
+
 # scangrade_add_worker(NAME <libraries or sources that define scangrade::student::*>...)
 function(scangrade_add_worker NAME)
   add_executable(${NAME} $<TARGET_OBJECTS:scangrade_alloc_tracker_obj>)

@@ -18,9 +18,9 @@
 namespace scangrade::reference {
 namespace {
 
-using tuning::kTileItems;
-using tuning::kTileItemsPerThread;
-using tuning::kTileThreads;
+constexpr int kTileItems = tuning::kSinglePassItems;
+constexpr int kTileItemsPerThread = tuning::kSinglePassItemsPerThread;
+constexpr int kTileThreads = tuning::kSinglePassThreads;
 using StatusWord = unsigned long long;
 
 enum : unsigned { kStatusInvalid = 0, kStatusAggregate = 1, kStatusPrefix = 2 };
@@ -75,8 +75,14 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
   return exclusive;
 }
 
+#if SCANGRADE_SINGLE_PASS_MIN_BLOCKS > 0
+#define SCANGRADE_SINGLE_PASS_BOUNDS __launch_bounds__(tuning::kSinglePassThreads, tuning::kSinglePassMinBlocks)
+#else
+#define SCANGRADE_SINGLE_PASS_BOUNDS
+#endif
+
 template <typename T>
-__global__ void single_pass_kernel(const T* in, T* out, std::size_t n, unsigned* tile_counter, StatusWord* status) {
+__global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* out, std::size_t n, unsigned* tile_counter, StatusWord* status) {
   __shared__ T exchange[padded_size(kTileItems)];
   __shared__ T warp_totals[kTileThreads / tuning::kWarpThreads];
   __shared__ unsigned tile_index[1];

@@ -23,7 +23,28 @@ inline constexpr int kTileThreads = 256;
 inline constexpr int kTileItemsPerThread = 16;
 inline constexpr int kTileItems = kTileThreads * kTileItemsPerThread;  // 4096
 
+/// Single-pass slot: its own tile shape, and the blocks per SM its launch bounds ask for. A build
+/// may set them (-DSCANGRADE_SINGLE_PASS_THREADS=, _ITEMS=, _MIN_BLOCKS=) to compare tunings with
+/// tools/bench_reference_variants.sh; the defaults are the measured best (H100, 2026-11-23: 8 blocks
+/// of 256 x 16 per SM, 32 registers, 0.87-0.91x the copy at 2^26-2^28; without launch bounds 40
+/// registers, 6 blocks, 0.84-0.89x; 512 x 16, 128 x 16, 256 x 12 and 256 x 24 were slower).
+#ifndef SCANGRADE_SINGLE_PASS_THREADS
+#define SCANGRADE_SINGLE_PASS_THREADS 256
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_ITEMS
+#define SCANGRADE_SINGLE_PASS_ITEMS 16
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_MIN_BLOCKS
+#define SCANGRADE_SINGLE_PASS_MIN_BLOCKS 8  // 0: no launch bounds (the compiler picks the registers)
+#endif
+inline constexpr int kSinglePassThreads = SCANGRADE_SINGLE_PASS_THREADS;
+inline constexpr int kSinglePassItemsPerThread = SCANGRADE_SINGLE_PASS_ITEMS;
+inline constexpr int kSinglePassItems = kSinglePassThreads * kSinglePassItemsPerThread;
+inline constexpr int kSinglePassMinBlocks = SCANGRADE_SINGLE_PASS_MIN_BLOCKS;
+
 static_assert(kTileThreads % kWarpThreads == 0, "tile blocks are made of whole warps");
+static_assert(kSinglePassThreads % kWarpThreads == 0 && kSinglePassThreads / kWarpThreads <= kWarpThreads,
+              "single-pass blocks are made of at most 32 whole warps");
 static_assert(kTileThreads / kWarpThreads <= kWarpThreads, "one warp scans the warp totals");
 
 }  // namespace scangrade::reference::tuning

@@ -80,6 +80,12 @@ std::size_t l2_flush_bytes() {
   return 2 * static_cast<std::size_t>(l2 > 0 ? l2 : (32 << 20));
 }
 
+double median_call_ms(std::size_t bytes, const void* d_input,
+                      const std::function<void(const void*, void*, cudaStream_t)>& call) {
+  Bench bench(bytes, d_input);
+  return bench.median_ms(call);
+}
+
 template <typename T>
 Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::size_t n) {
   const std::size_t bytes = n * sizeof(T);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 
 #include <cuda_runtime.h>
 
@@ -14,6 +15,11 @@ namespace scangrade::grader {
 
 /// 2 x the L2 size of the current device: what a flush writes.
 std::size_t l2_flush_bytes();
+
+/// The median (ms) of `call(in, out, stream)` on a fresh copy of `d_input` (bytes) before every
+/// call, the output poisoned and L2 flushed: the method every baseline is timed with.
+double median_call_ms(std::size_t bytes, const void* d_input,
+                      const std::function<void(const void*, void*, cudaStream_t)>& call);
 
 /// Medians (ms) of the reference, CUB and a copy on `d_input` (n elements on the device). Throws
 /// std::runtime_error when a baseline fails.
