@@ -92,7 +92,8 @@ def plot(rows: list[dict], device: str, path: Path) -> bool:
     ax.set_xscale("log", base=2)
     ax.set_xlabel("n (elements)")
     ax.set_ylabel("GB/s (n read + n written)")
-    ax.set_title(f"ScanGrade reference scans, {device}: fresh input, L2 flushed, median per call")
+    ax.set_title(f"reference scans on {device}\n(the grader's timing: fresh input, L2 flushed, median per call)",
+                 fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()

@@ -5,7 +5,8 @@
 #      grader's tests (the reference worker graded over the public suite, a racy submission under
 #      compute-sanitizer); the Python tests and the gallery run separately (below / in CI)
 #   3. the reference over the public suite, and a fresh student/ (the four stubs), as `make test`
-#   4. a full grade of a bundled submission on the GPU (timings, × reference, × CUB)
+#   4. a full grade of a bundled submission on the GPU (timings, × reference, × CUB), and the
+#      reference scans against the copy and CUB (tools/bench_reference.py: table and plot)
 #   5. the whole gallery graded on the GPU, every verdict compared with the expected one
 #   6. (batch) the gallery's submissions, the exploit entries among them, graded as a class with
 #      grading/batch.py, the sandbox required, a hidden suite and a secret: the gradebook's verdicts
@@ -29,7 +30,7 @@ run_gallery() { [ "$PHASE" = all ] || [ "$PHASE" = gallery ]; }
 run_batch() { [ "$PHASE" = batch ] || [ "$PHASE" = final ]; }
 run_bench() { [ "$PHASE" = bench ]; }
 ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=- exploits_rc=- bench_rc=-
-output_check_rc=- single_rc=-
+output_check_rc=- single_rc=- reference_rc=-
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -110,6 +111,12 @@ python3 tools/bench_sandbox.py --backend gpu --build-dir "$BUILD" -n 30 -r "${SA
   --json "$LOGS/sandbox-cost.json" >"$LOGS/sandbox-cost.log" 2>&1
 fi
 
+if run_core; then
+step "reference scans against the copy and CUB (tools/bench_reference.py)"
+python3 tools/bench_reference.py --build-dir "$BUILD" --out "$LOGS/reference" >"$LOGS/reference.log" 2>&1
+reference_rc=$?
+fi
+
 if run_bench; then
 step "bench: one submission alone (grade.py, public suite, sanitizer on)"
 (cd "$BUILD" && ctest -R "grader/OutputCheck" --output-on-failure) >"$LOGS/output-check.log" 2>&1
@@ -149,6 +156,7 @@ if run_core; then
   sed -n '/^ScanGrade summary/,$p' "$LOGS/student.log" | head -6
   sed -n '/^ScanGrade results/,$p' "$LOGS/demo.log"
   grep -E "tests passed" "$LOGS/ctest.log" | sed 's/^/ctest: /'
+  grep -v "^details" "$LOGS/reference.log"
 fi
 run_gallery && cat "$LOGS/gallery.log"
 if run_batch; then
@@ -161,11 +169,11 @@ if run_bench; then
   cat "$LOGS/single-phases.txt"
   cat "$LOGS/bench.log" "$LOGS/bench-machine.txt"
 fi
-printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s\n' \
+printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s reference=%s\n' \
   "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$exploits_rc" "$bench_rc" \
-  "$output_check_rc" "$single_rc"
+  "$output_check_rc" "$single_rc" "$reference_rc"
 ok() { [ "$1" = 0 ] || [ "$1" = - ]; }
 ok "$ctest_rc" && ok "$selftest_rc" && ok "$demo_rc" && ok "$gallery_rc" && ok "$batch_rc" && ok "$verdicts_rc" &&
   ok "$exploits_rc" &&
-  ok "$bench_rc" && ok "$output_check_rc" && ok "$single_rc" &&
+  ok "$bench_rc" && ok "$output_check_rc" && ok "$single_rc" && ok "$reference_rc" &&
   { ! run_core || grep -q "NOT IMPLEMENTED" "$LOGS/student.log"; }
