@@ -8,7 +8,8 @@ OUT. These things change, everything else is copied verbatim:
     with a generic lambda that calls kernel(args...), so kernel templates deduce their arguments;
     launches written inside #define bodies are rewritten there (see "Kernel launches" below);
   * extern __shared__ T name[];                            becomes a pointer to the launch's dynamic
-    shared memory;
+    shared memory, next to an (unused) extern array sg_emu_extern_shared_name of type T, so that two
+    declarations of one name with different types conflict, as they do in nvcc;
   * __shared__ T name[N]...;  (static shared memory)       becomes a reference to storage that the
     threads of a block share, fresh for every block, one per declaration site and type;
   * the body of every __global__ function defined at namespace scope starts with a registration of
@@ -58,6 +59,7 @@ from pathlib import Path
 
 LAUNCHER = "::scangrade::emu::detail::launch"
 PENDING_LAUNCH = "::scangrade::emu::detail::pending_launch"
+EXTERN_SHARED_PREFIX = "sg_emu_extern_shared_"
 CONFIG = "::scangrade::emu::detail::launch_config"
 BLOCK_SHARED = "::scangrade::emu::detail::block_shared"
 DYNAMIC_SHARED = "::scangrade::emu::detail::dynamic_shared"
@@ -312,6 +314,7 @@ class Rewriter:
         self.edits: list[Edit] = []
         self.line_inserts: dict[int, list[str]] = {}  # line number -> directives inserted before it
         self.counter = 0
+        self.file_scope_externs: set[str] = set()  # names #defined for a file-scope extern __shared__
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -880,12 +883,21 @@ class Rewriter:
             elem = " ".join(type_tokens)
             if not elem:
                 raise self.error(k, "cannot find the element type of this extern __shared__ array")
+            # nvcc: every extern __shared__ array of one name in a namespace is one entity, so all its
+            # declarations (in every function and every template instantiation) must have one element
+            # type ("declaration is incompatible with previous"); an extern array of that type under a
+            # reserved name, declared (never used) where the student's was, makes the host compiler
+            # reject what nvcc rejects ("conflicting declaration"), at the student's line
+            entity = f"[[maybe_unused]] extern {elem} {EXTERN_SHARED_PREFIX}{name}[];"
             if file_scope:
-                replacement = ""
+                replacement = entity
+                self.file_scope_externs.add(name)
                 self.line_inserts.setdefault(line_after, []).append(
                     f"#define {name} ({DYNAMIC_SHARED}<{elem}>())")
+            elif name in self.file_scope_externs:
+                replacement = entity  # a redeclaration: the #define above already names the memory
             else:
-                replacement = f"{elem}* {name} = {DYNAMIC_SHARED}<{elem}>();"
+                replacement = f"{entity} {elem}* {name} = {DYNAMIC_SHARED}<{elem}>();"
             self.edits.append(Edit(span_start, span_end, replacement + "\n" * newlines))
             return end + 1
 

@@ -479,6 +479,60 @@ PARITY_CASES = [
      "(void)fa.maxThreadsPerBlock; (void)fa.sharedSizeBytes; (void)fa.numRegs; }"),
     ("launch_kernel_ex_with_too_few_arguments", False,
      "void f(int* d) { cudaLaunchConfig_t cfg = {}; cudaLaunchKernelEx(&cfg, k, d); }"),
+    # every extern __shared__ array of one name in a namespace is one entity of one type, wherever and
+    # in whichever instantiation it is declared (nvcc: "declaration is incompatible with previous")
+    ("extern_shared_template_two_types", False,
+     "template <class T> __global__ void kx(T* d) { extern __shared__ T part[]; part[0] = d[0]; }\n"
+     "void f(int* a, float* b) { kx<<<1, 32, 128>>>(a); kx<<<1, 32, 128>>>(b); }"),
+    ("extern_shared_template_two_types_of_one_size", False,
+     "template <class T> __global__ void kx(T* d) { extern __shared__ T part[]; part[0] = d[0]; }\n"
+     "void f(int* a, unsigned* b) { kx<<<1, 32, 128>>>(a); kx<<<1, 32, 128>>>(b); }"),
+    ("extern_shared_template_explicit_instantiations", False,
+     "template <class T> __global__ void kx(T* d) { extern __shared__ T part[]; part[0] = d[0]; }\n"
+     "template __global__ void kx<int>(int*);\ntemplate __global__ void kx<float>(float*);"),
+    ("extern_shared_template_one_type", True,
+     "template <class T> __global__ void kx(T* d) { extern __shared__ T part[]; part[0] = d[0]; }\n"
+     "__global__ void ky(int* d) { extern __shared__ int part[]; part[0] = d[0]; }\n"
+     "void f(int* a, int* b) { kx<<<1, 32, 128>>>(a); kx<<<1, 32, 128>>>(b); ky<<<1, 32, 128>>>(a); }"),
+    ("extern_shared_template_never_instantiated", True,
+     "template <class T> __global__ void kx(T* d) { extern __shared__ T part[]; part[0] = d[0]; }\n"
+     "__global__ void ky(float* d) { extern __shared__ float part[]; part[0] = d[0]; }"),
+    ("extern_shared_template_of_bytes", True,  # the usual fix: one byte array, cast to T*
+     "template <class T> __global__ void kx(T* d) { extern __shared__ unsigned char raw[]; "
+     "T* part = reinterpret_cast<T*>(raw); part[0] = d[0]; }\n"
+     "void f(int* a, float* b) { kx<<<1, 32, 128>>>(a); kx<<<1, 32, 128>>>(b); }"),
+    ("extern_shared_two_kernels_two_types", False,
+     "__global__ void kx(int* d) { extern __shared__ int part[]; part[0] = d[0]; }\n"
+     "__global__ void ky(float* d) { extern __shared__ float part[]; part[0] = d[0]; }"),
+    ("extern_shared_device_function_and_kernel_two_types", False,
+     "__device__ void g(int* d) { extern __shared__ int part[]; part[0] = d[0]; }\n"
+     "__global__ void ky(float* d) { extern __shared__ float part[]; part[0] = d[0]; }"),
+    ("extern_shared_two_kernels_int_and_volatile_int", False,
+     "__global__ void kx(int* d) { extern __shared__ int part[]; part[0] = d[0]; }\n"
+     "__global__ void ky(int* d) { extern __shared__ volatile int part[]; part[0] = d[0]; }"),
+    ("extern_shared_one_type_in_several_kernels", True,
+     "typedef int word;\n"
+     "__global__ void kx(int* d) { extern __shared__ int part[]; part[0] = d[0]; }\n"
+     "__global__ void ky(int* d) { extern __shared__ signed int part[]; part[0] = d[0]; }\n"
+     "__global__ void kz(int* d) { extern __shared__ word part[]; part[0] = d[0]; }\n"
+     "__global__ void kf(float* d) { extern __shared__ float fpart[]; fpart[0] = d[0]; }\n"
+     "__global__ void kg(float* d) { extern __shared__ float fpart[]; fpart[0] = d[0]; }"),
+    ("extern_shared_different_names_different_types", True,
+     "__global__ void kx(int* d) { extern __shared__ int ipart[]; ipart[0] = d[0]; }\n"
+     "__global__ void ky(float* d) { extern __shared__ float fpart[]; fpart[0] = d[0]; }"),
+    ("extern_shared_one_name_in_two_namespaces", True,
+     "namespace a { __global__ void kx(int* d) { extern __shared__ int part[]; part[0] = d[0]; } }\n"
+     "namespace { __global__ void ky(float* d) { extern __shared__ float part[]; part[0] = d[0]; } }"),
+    ("extern_shared_aligned", True,
+     "__global__ void kx(char* d) { extern __shared__ __align__(16) char buf[]; buf[0] = d[0]; }\n"
+     "__global__ void ky(char* d) { extern __shared__ char buf[]; buf[0] = d[0]; }"),
+    ("extern_shared_file_scope_redeclared_in_a_kernel", True,
+     "extern __shared__ int sg_file_part[];\n"
+     "__global__ void kx(int* d) { sg_file_part[0] = d[0]; }\n"
+     "__global__ void ky(int* d) { extern __shared__ int sg_file_part[]; sg_file_part[0] = d[0]; }"),
+    ("extern_shared_file_scope_redeclared_with_another_type", False,
+     "extern __shared__ int sg_file_part2[];\n"
+     "__global__ void ky(float* d) { extern __shared__ float sg_file_part2[]; sg_file_part2[0] = d[0]; }"),
 ]
 
 
