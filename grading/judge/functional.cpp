@@ -1,4 +1,6 @@
 // The functional pass (passes.h): every case once through the worker, checked against the oracle.
+#include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -196,27 +198,46 @@ namespace {
 
 /// The stop rule. After K timeouts in a row in one slot, its remaining cases take that status
 /// without running (each would wait out its deadline). After K crashes in a row, its remaining cases
-/// of the crashed types up to the largest crashed n do (each would start a fresh worker to crash the
-/// same way); its larger cases still run (a slot that crashes on small n may pass large n).
+/// of the crashed types that would crash the same way do (each would start a fresh worker to crash
+/// again): which ones depends on how the crashes lie against the slot's passes of that type. When a
+/// larger case passed before, the code crashes on small n: every case up to the largest crashed n
+/// is skipped; when a smaller case passed, it crashes on large n (a size limit): every case from the
+/// smallest crashed n on; with no pass to tell, only the cases between the two. Cases on the other
+/// side still run (a slot that crashes on small n may pass large n, and the other way round).
 struct Streaks {
   std::size_t max_timeouts, max_crashes;
   struct Run {
     Status status = Status::Pass;
-    std::size_t count = 0, max_n = 0;  // max_n: the largest n that crashed (cases that ran)
+    std::size_t count = 0, min_n = 0, max_n = 0;  // the crashed n (cases that ran)
     std::set<DType> dtypes;
   };
   std::map<Slot, Run> run;
+  std::map<std::pair<Slot, DType>, std::pair<std::size_t, std::size_t>> passed;  // smallest, largest n passed
 
   void record(const Entry& e, Status s, bool ran) {
     Run& r = run[e.c.slot];
     if (s != r.status) r = Run{s};
     ++r.count;
     if (ran && s == Status::Crash) {
+      r.min_n = r.dtypes.empty() ? e.c.n : std::min(r.min_n, e.c.n);
       r.max_n = std::max(r.max_n, e.c.n);
       r.dtypes.insert(e.c.dtype);
     }
+    if (ran && s == Status::Pass) {
+      const auto key = std::make_pair(e.c.slot, e.c.dtype);
+      const auto it = passed.find(key);
+      if (it == passed.end()) passed[key] = {e.c.n, e.c.n};
+      else it->second = {std::min(it->second.first, e.c.n), std::max(it->second.second, e.c.n)};
+    }
   }
   Status status(Slot slot) const { return run.at(slot).status; }
+  /// The crashed range of n that `e`'s type skips: [from, to].
+  std::pair<std::size_t, std::size_t> crash_range(const Run& r, const Entry& e) const {
+    const auto it = passed.find({e.c.slot, e.c.dtype});
+    if (it != passed.end() && it->second.second > r.max_n) return {0, r.max_n};  // crashes on small n
+    if (it != passed.end() && it->second.first < r.min_n) return {r.min_n, SIZE_MAX};  // on large n
+    return {r.min_n, r.max_n};
+  }
   /// "" while the entry runs; else why it does not
   std::string stops(const Entry& e) const {
     const auto it = run.find(e.c.slot);
@@ -226,13 +247,17 @@ struct Streaks {
       return "not run: the " + std::to_string(max_timeouts) + " previous cases of this slot timed out (a slot's "
              "remaining cases are not run after " + std::to_string(max_timeouts) + " timeouts in a row; the other "
              "slots are graded as usual)";
-    if (r.status == Status::Crash && max_crashes > 0 && r.count >= max_crashes && r.dtypes.count(e.c.dtype) &&
-        e.c.n <= r.max_n)
-      return "not run: the " + std::to_string(r.count) + " previous cases of this slot crashed, up to n = " +
-             std::to_string(r.max_n) + "; after " + std::to_string(max_crashes) + " crashes in a row its other " +
-             std::string(name(e.c.dtype)) + " cases up to that n are not run (each would start a fresh process "
-             "to crash the same way), its larger cases run as usual";
-    return "";
+    if (r.status != Status::Crash || max_crashes == 0 || r.count < max_crashes || !r.dtypes.count(e.c.dtype))
+      return "";
+    const auto [from, to] = crash_range(r, e);
+    if (e.c.n < from || e.c.n > to) return "";
+    const std::string range = from == 0 ? "up to n = " + std::to_string(to)
+                              : to == SIZE_MAX ? "from n = " + std::to_string(from) + " on"
+                                               : "from n = " + std::to_string(from) + " to " + std::to_string(to);
+    return "not run: the " + std::to_string(r.count) + " previous cases of this slot crashed, n = " +
+           std::to_string(r.min_n) + " to " + std::to_string(r.max_n) + "; after " + std::to_string(max_crashes) +
+           " crashes in a row its other " + std::string(name(e.c.dtype)) + " cases " + range +
+           " are not run (each would start a fresh process to crash the same way), its other cases run as usual";
   }
 };
 

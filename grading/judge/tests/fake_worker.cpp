@@ -8,6 +8,7 @@
 //   hang_on=K        sleeps forever on command K
 //   hang_slot=SLOT   sleeps forever on every check of that slot (a bonus slot that spins)
 //   crash_small=SLOT dies of SIGSEGV on every check of that slot with n <= 2048
+//   crash_large=SLOT dies of SIGSEGV on every check of that slot with n > 2048
 //   stale_timed      timed calls write nothing (a slot that caches results)
 //   lying_times      timed calls take 20 ms but report 0.001 ms (a process that forges its clock)
 //   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
@@ -132,7 +133,8 @@ int main(int argc, char** argv) {
       const std::string m = next();
       const auto eq = m.find('=');
       mode.name = m.substr(0, eq);
-      if (eq != std::string::npos && (mode.name == "hang_slot" || mode.name == "crash_small"))
+      if (eq != std::string::npos &&
+          (mode.name == "hang_slot" || mode.name == "crash_small" || mode.name == "crash_large"))
         mode.slot = m.substr(eq + 1);
       else if (eq != std::string::npos) mode.k = std::stol(m.substr(eq + 1));
     }
@@ -183,6 +185,8 @@ int main(int argc, char** argv) {
     if (mode.on("hang_on", k)) sleep_forever();
     if (mode.name == "hang_slot" && cmd.mode == Mode::Check && name(cmd.c.slot) == mode.slot) sleep_forever();
     if (mode.name == "crash_small" && cmd.mode == Mode::Check && name(cmd.c.slot) == mode.slot && n <= 2048)
+      raise(SIGSEGV);
+    if (mode.name == "crash_large" && cmd.mode == Mode::Check && name(cmd.c.slot) == mode.slot && n > 2048)
       raise(SIGSEGV);
     if (mode.on("exit_early", k)) return 0;
     if (mode.name == "garbage_stdout") {

@@ -186,13 +186,15 @@ TEST_F(Judge, AHangingBonusSlotCostsTheOtherSlotsNothing) {
 }
 
 TEST_F(Judge, CrashesInARowSkipOnlyTheCasesThatWouldCrashTheSameWay) {
-  // hierarchical crashes for n <= 2048: after 5 crashes in a row its other int32 cases up to the
-  // largest crashed n are not run; a float32 case, and a larger int32 case, still run
+  // hierarchical crashes for n <= 2048 and passed a larger case first: after 5 crashes in a row
+  // its other int32 cases up to the largest crashed n are not run; a float32 case, and a larger
+  // int32 case, still run
   std::string cases;
   const auto add = [&](const std::string& dtype, int n) {
     cases += R"({"id": "h.)" + dtype + ".n" + std::to_string(n) + R"(", "slot": "hierarchical", "dtype": ")" + dtype +
              R"(", "kind": "inclusive", "n": )" + std::to_string(n) + R"(, "values": "random", "seed": 9, "why": "x"},)";
   };
+  add("int32", 6000);
   for (int n = 110; n >= 104; --n) add("int32", n);
   add("float32", 100);
   add("int32", 5000);
@@ -202,16 +204,40 @@ TEST_F(Judge, CrashesInARowSkipOnlyTheCasesThatWouldCrashTheSameWay) {
   const Result r = judge(worker("--mode crash_small=hierarchical"), "");
   ASSERT_TRUE(r.written) << r.err;
   expect_valid(r.results, dir_);
+  EXPECT_EQ(case_of(r.results, "h.int32.n6000")["status"], "pass");
   for (int n = 110; n >= 104; --n) {
     const json& c = case_of(r.results, "h.int32.n" + std::to_string(n));
     EXPECT_EQ(c["status"], "crash");
     EXPECT_EQ(contains(c["message"], "not run: the"), n <= 105) << n << ": " << c["message"];
-    if (n == 105) EXPECT_TRUE(contains(c["message"], "crashed, up to n = 110")) << c["message"];
+    if (n == 105) EXPECT_TRUE(contains(c["message"], "cases up to n = 110 are not run")) << c["message"];
   }
   EXPECT_TRUE(contains(case_of(r.results, "h.float32.n100")["message"], "worker died"));  // ran
   EXPECT_EQ(case_of(r.results, "h.int32.n5000")["status"], "pass");
   // the pass ended the streak: a smaller case runs again
   EXPECT_TRUE(contains(case_of(r.results, "h.int32.n103")["message"], "worker died"));
+  expect_no_process_left();
+}
+
+TEST_F(Judge, CrashesOnLargeNSkipOnlyLargerCases) {
+  // a size limit: hierarchical crashes for n > 2048 after passing n = 100. After 5 crashes in a row
+  // its larger int32 cases are not run, but smaller ones still are (and pass)
+  std::string cases;
+  const auto add = [&](int n) {
+    cases += R"({"id": "h.n)" + std::to_string(n) + R"(", "slot": "hierarchical", "dtype": "int32", "kind": "inclusive", )"
+             R"("n": )" + std::to_string(n) + R"(, "values": "random", "seed": 9, "why": "x"},)";
+  };
+  for (int n : {100, 3000, 3001, 3002, 3003, 3004, 5000, 1000}) add(n);
+  cases.pop_back();
+  write_text(suite_, R"({"suite": "crashes", "version": 1, "cases": [)" + cases + "]}");
+  const Result r = judge(worker("--mode crash_large=hierarchical"), "");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  for (int n : {3000, 3001, 3002, 3003, 3004})
+    EXPECT_TRUE(contains(case_of(r.results, "h.n" + std::to_string(n))["message"], "worker died")) << n;
+  const json& skipped = case_of(r.results, "h.n5000");
+  EXPECT_EQ(skipped["status"], "crash");
+  EXPECT_TRUE(contains(skipped["message"], "cases from n = 3000 on are not run")) << skipped["message"];
+  EXPECT_EQ(case_of(r.results, "h.n1000")["status"], "pass") << case_of(r.results, "h.n1000")["message"];
   expect_no_process_left();
 }
 
