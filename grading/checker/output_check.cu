@@ -139,7 +139,9 @@ struct Scratch {
     p = k.p;
   }
   ~Scratch() {
-    if (own) cudaFree(p);
+    if (!own) return;
+    cudaDeviceSynchronize();  // the work queued on it is done before it goes back to the driver
+    cudaFree(p);
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
