@@ -7,7 +7,9 @@
 #   3. the reference over the public suite, and a fresh student/ (the four stubs), as `make test`
 #   4. a full grade of a bundled submission on the GPU (timings, × reference, × CUB), and the
 #      reference scans against the copy and CUB (tools/bench_reference.py: table and plot)
-#   5. the whole gallery graded on the GPU, every verdict compared with the expected one
+#   5. the whole gallery graded on the GPU, every verdict compared with the expected one, and every
+#      case's status with the emulated snapshot (tools/bench_fidelity.py: the agreement table; the
+#      fresh GPU statuses go to $OUT/gpu_statuses.json for grading/fidelity/)
 #   6. (batch) the gallery's submissions, the exploit entries among them, graded as a class with
 #      grading/batch.py, the sandbox required, a hidden suite and a secret: the gradebook's verdicts
 #      compared with the expected ones, timing with the GPU to one judge; then the exploit checks (the
@@ -30,7 +32,7 @@ run_gallery() { [ "$PHASE" = all ] || [ "$PHASE" = gallery ]; }
 run_batch() { [ "$PHASE" = batch ] || [ "$PHASE" = final ]; }
 run_bench() { [ "$PHASE" = bench ]; }
 ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=- exploits_rc=- bench_rc=-
-output_check_rc=- single_rc=- reference_rc=-
+output_check_rc=- single_rc=- reference_rc=- fidelity_rc=-
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -75,6 +77,11 @@ step "gallery on the GPU"
 python3 grading/gallery.py --backend gpu --build-dir "$BUILD" --out "$LOGS/gallery" --jobs 4 \
   --json "$LOGS/gallery.json" >"$LOGS/gallery.log" 2>&1
 gallery_rc=$?
+step "fidelity: the GPU's case statuses vs the emulated snapshot"
+python3 tools/bench_fidelity.py "$LOGS/gallery" grading/fidelity/emulated_statuses.json \
+  --write-snapshot "$LOGS/gpu_statuses.json" --note "gpu-check gallery on $(head -1 "$LOGS/device.txt")" \
+  --json "$LOGS/fidelity.json" >"$LOGS/fidelity.log" 2>&1
+fidelity_rc=$?
 fi
 
 if run_batch; then
@@ -158,7 +165,7 @@ if run_core; then
   grep -E "tests passed" "$LOGS/ctest.log" | sed 's/^/ctest: /'
   grep -v "^details" "$LOGS/reference.log"
 fi
-run_gallery && cat "$LOGS/gallery.log"
+run_gallery && cat "$LOGS/gallery.log" "$LOGS/fidelity.log"
 if run_batch; then
   grep -E "^batch: [0-9]+ submission" "$LOGS/batch.log"
   cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv" | column -s, -t 2>/dev/null || cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv"
@@ -169,11 +176,11 @@ if run_bench; then
   cat "$LOGS/single-phases.txt"
   cat "$LOGS/bench.log" "$LOGS/bench-machine.txt"
 fi
-printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s reference=%s\n' \
+printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s reference=%s fidelity=%s\n' \
   "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$exploits_rc" "$bench_rc" \
-  "$output_check_rc" "$single_rc" "$reference_rc"
+  "$output_check_rc" "$single_rc" "$reference_rc" "$fidelity_rc"
 ok() { [ "$1" = 0 ] || [ "$1" = - ]; }
 ok "$ctest_rc" && ok "$selftest_rc" && ok "$demo_rc" && ok "$gallery_rc" && ok "$batch_rc" && ok "$verdicts_rc" &&
   ok "$exploits_rc" &&
-  ok "$bench_rc" && ok "$output_check_rc" && ok "$single_rc" && ok "$reference_rc" &&
+  ok "$bench_rc" && ok "$output_check_rc" && ok "$single_rc" && ok "$reference_rc" && ok "$fidelity_rc" &&
   { ! run_core || grep -q "NOT IMPLEMENTED" "$LOGS/student.log"; }
