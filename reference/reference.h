@@ -48,6 +48,17 @@ void hierarchical_scan(const float* d_in, float* d_out, std::size_t n, ScanKind 
 void single_pass_inclusive(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, cudaStream_t stream);
 void single_pass_inclusive(const float* d_in, float* d_out, std::size_t n, cudaStream_t stream);
 
+/// The parts a single_pass_inclusive call is made of, for measuring what each costs
+/// (tools/bench_reference.py --parts). A call is: a workspace of workspace_bytes(n) from
+/// cudaMallocAsync, clear_workspace (cudaMemsetAsync), scan_kernel, cudaFreeAsync. n > 0.
+namespace single_pass_parts {
+std::size_t workspace_bytes(std::size_t n);
+void clear_workspace(void* workspace, std::size_t n, cudaStream_t stream);
+/// The scan kernel alone, on a workspace that clear_workspace cleared since its last use.
+void scan_kernel(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, void* workspace, cudaStream_t stream);
+void scan_kernel(const float* d_in, float* d_out, std::size_t n, void* workspace, cudaStream_t stream);
+}  // namespace single_pass_parts
+
 }  // namespace scangrade::reference
 
 namespace scangrade::baseline {

@@ -40,11 +40,30 @@ __device__ void publish(StatusWord* status, unsigned tile, unsigned flag, T valu
   atomicExch(status + tile, (static_cast<StatusWord>(flag) << 32) | value_bits(value));
 }
 
+/// Reads status word j, spinning while it is X; a j before tile 0 reads as P with the identity.
+template <typename T>
+__device__ __forceinline__ unsigned read_status(const StatusWord* status, long long j, T& value) {
+  if (j < 0) {
+    value = T(0);
+    return kStatusPrefix;
+  }
+  const volatile StatusWord* word = status + j;
+  StatusWord w;
+  do {
+    w = *word;
+  } while ((w >> 32) == kStatusInvalid);
+  value = value_from_bits<T>(static_cast<unsigned>(w));
+  return static_cast<unsigned>(w >> 32);
+}
+
 /// Run by the block's first warp. Publishes the tile's aggregate (A), looks back over the status
-/// words of earlier tiles 32 at a time (lane 31 = the closest) until one holds an inclusive prefix
-/// (P), publishes the tile's own inclusive prefix (P) and returns the sum of all earlier tiles.
+/// words of earlier tiles a window at a time (32 lanes x kLookbackWords consecutive words each,
+/// lane 31's last word the closest) until one holds an inclusive prefix (P), publishes the tile's
+/// own inclusive prefix (P) and returns the sum of all earlier tiles.
 template <typename T>
 __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) {
+  constexpr int kWords = tuning::kSinglePassLookbackWords;
+  constexpr long long kWindow = static_cast<long long>(tuning::kWarpThreads) * kWords;
   const int lane = threadIdx.x % tuning::kWarpThreads;
   if (tile == 0) {
     if (lane == 0) publish(status, 0, kStatusPrefix, aggregate);
@@ -53,19 +72,20 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
   if (lane == 0) publish(status, tile, kStatusAggregate, aggregate);
 
   T exclusive = T(0);
-  for (long long window_end = tile;; window_end -= tuning::kWarpThreads) {
-    // read predecessor j (spin while invalid); before tile 0 reads as P with the identity
-    const long long j = window_end - tuning::kWarpThreads + lane;
-    unsigned flag = kStatusPrefix;
+  for (long long window_end = tile;; window_end -= kWindow) {
+    // this lane's words, oldest first; its value sums them from its last P on (all if none)
+    const long long first = window_end - kWindow + static_cast<long long>(lane) * kWords;
+    unsigned flag = kStatusAggregate;
     T value = T(0);
-    if (j >= 0) {
-      const volatile StatusWord* word = status + j;
-      StatusWord w;
-      do {
-        w = *word;
-      } while ((w >> 32) == kStatusInvalid);
-      flag = static_cast<unsigned>(w >> 32);
-      value = value_from_bits<T>(static_cast<unsigned>(w));
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) {
+      T v;
+      if (read_status(status, first + k, v) == kStatusPrefix) {
+        flag = kStatusPrefix;
+        value = v;
+      } else {
+        value += v;
+      }
     }
     // sum the window from the closest P (highest such lane) to lane 31; all of it if no P
     const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, flag == kStatusPrefix);
@@ -98,7 +118,7 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
 
   // scan the tile locally
   T items[kTileItemsPerThread];
-  load_tile_blocked<T, kTileThreads>(in, base, n, items, exchange);
+  load_tile_blocked<T, kTileThreads, kTileItemsPerThread, tuning::kSinglePassVector>(in, base, n, items, exchange);
   T aggregate;
   const T thread_prefix = block_exclusive_sum<T, kTileThreads>(thread_reduce(items), aggregate, warp_totals);
 
@@ -111,24 +131,48 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
 
   // final scan and store
   thread_scan(items, tile_prefix[0] + thread_prefix, /*exclusive=*/false);
-  store_tile_blocked<T, kTileThreads>(out, base, n, items, exchange);
+  store_tile_blocked<T, kTileThreads, kTileItemsPerThread, tuning::kSinglePassVector>(out, base, n, items, exchange);
+}
+
+/// Workspace layout: word 0 holds the tile counter (its low 4 bytes), words 1..tiles the status
+/// words; all of it must be zero (X) before the kernel runs.
+std::size_t tile_count(std::size_t n) {
+  const std::size_t tiles = detail::ceil_div(n, kTileItems);
+  if (tiles > static_cast<std::size_t>(INT_MAX)) throw std::invalid_argument("single_pass_inclusive: n too large");
+  return tiles;
+}
+
+template <typename T>
+void launch_kernel(const T* d_in, T* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
+  StatusWord* words = static_cast<StatusWord*>(workspace);
+  single_pass_kernel<T><<<static_cast<unsigned>(tile_count(n)), kTileThreads, 0, stream>>>(
+      d_in, d_out, n, reinterpret_cast<unsigned*>(words), words + 1);
+  detail::check_launch("single_pass_kernel");
 }
 
 template <typename T>
 void launch_single_pass(const T* d_in, T* d_out, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  const std::size_t tiles = detail::ceil_div(n, kTileItems);
-  if (tiles > static_cast<std::size_t>(INT_MAX)) throw std::invalid_argument("single_pass_inclusive: n too large");
-  // word 0: tile counter (low 4 bytes); words 1..tiles: status words, all X (zero)
-  const std::size_t bytes = (tiles + 1) * sizeof(StatusWord);
+  const std::size_t bytes = single_pass_parts::workspace_bytes(n);
   detail::StreamBuffer workspace(bytes, stream);
-  detail::check(cudaMemsetAsync(workspace.as<void>(), 0, bytes, stream), "cudaMemsetAsync");
-  StatusWord* words = workspace.as<StatusWord>();
-  single_pass_kernel<T><<<static_cast<unsigned>(tiles), kTileThreads, 0, stream>>>(d_in, d_out, n, reinterpret_cast<unsigned*>(words), words + 1);
-  detail::check_launch("single_pass_kernel");
+  single_pass_parts::clear_workspace(workspace.as<void>(), n, stream);
+  launch_kernel(d_in, d_out, n, workspace.as<void>(), stream);
 }
 
 }  // namespace
+
+namespace single_pass_parts {
+std::size_t workspace_bytes(std::size_t n) { return (tile_count(n) + 1) * sizeof(StatusWord); }
+void clear_workspace(void* workspace, std::size_t n, cudaStream_t stream) {
+  detail::check(cudaMemsetAsync(workspace, 0, workspace_bytes(n), stream), "cudaMemsetAsync");
+}
+void scan_kernel(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
+  launch_kernel(d_in, d_out, n, workspace, stream);
+}
+void scan_kernel(const float* d_in, float* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
+  launch_kernel(d_in, d_out, n, workspace, stream);
+}
+}  // namespace single_pass_parts
 
 void single_pass_inclusive(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, cudaStream_t stream) {
   launch_single_pass(d_in, d_out, n, stream);

@@ -2,7 +2,7 @@
 """The reference scans against the hardware: a table and a plot of GB/s against n (needs a GPU).
 
     python3 tools/bench_reference.py [--build-dir build-gpu] [--out DIR] [--n 2^20,2^24,...]
-                                     [--dtype int32,float32]
+                                     [--dtype int32,float32] [--parts]
 
 Runs BUILD/scangrade_bench_reference, which times a device-to-device copy, CUB's inclusive scan,
 the reference single-pass scan and the reference hierarchical scan with the grader's own method
@@ -13,6 +13,13 @@ copy). Writes DIR/bench-reference.json and DIR/bench-reference.png (matplotlib, 
 prints the table last, with the targets: single-pass >= 0.92x the copy at 2^26 and 2^28 and >= 1.1x
 CUB; hierarchical >= 0.95 of its 0.5x ceiling. Exit status 0 when the runs worked (missing a target
 is reported, not an error).
+
+--parts prints instead what one single-pass call is made of, each part timed alone the same way:
+the empty interval between the events, the workspace's cudaMallocAsync + cudaFreeAsync, its clear
+(cudaMemsetAsync), clear + kernel on a kept workspace, the kernel alone, the whole call, and the
+copy; "hidden" rows hold the stream until the call is enqueued, so they leave the host's enqueueing
+out (the grader's timing keeps it in: its stream is idle when the start event is recorded).
+Writes DIR/bench-reference-parts.json.
 """
 
 from __future__ import annotations
@@ -72,6 +79,25 @@ def targets(rows: list[dict]) -> list[str]:
     return out
 
 
+PARTS = (("empty_ms", "events"), ("alloc_ms", "alloc"), ("clear_ms", "clear"), ("clear_kernel_ms", "clr+kern"),
+         ("kernel_ms", "kernel"), ("kernel_hidden_ms", "kern hid"), ("call_ms", "call"), ("call_hidden_ms", "call hid"),
+         ("copy_ms", "copy"), ("copy_hidden_ms", "copy hid"))
+
+
+def parts_table(rows: list[dict]) -> list[str]:
+    head = f"{'n':>6} {'dtype':<7} " + " ".join(f"{label:>8}" for _, label in PARTS) + \
+        f" {'call/copy':>9} {'hid/hid':>7}"
+    lines = ["ms per call (median); call/copy: the grader's ratio; hid/hid: the same without the host's enqueueing",
+             head, "-" * len(head)]
+    for r in rows:
+        n = r["n"]
+        exp = n.bit_length() - 1
+        label = f"2^{exp}" if n == 1 << exp else str(n)
+        lines.append(f"{label:>6} {r['dtype']:<7} " + " ".join(f"{r[key]:>8.4f}" for key, _ in PARTS) +
+                     f" {r['copy_ms'] / r['call_ms']:>9.3f} {r['copy_hidden_ms'] / r['call_hidden_ms']:>7.3f}")
+    return lines
+
+
 def plot(rows: list[dict], device: str, path: Path) -> bool:
     try:
         import matplotlib
@@ -108,6 +134,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=None, help="where the JSON and the plot go (default: BUILD/bench-reference)")
     parser.add_argument("--n", default="2^20,2^22,2^24,2^26,2^28")
     parser.add_argument("--dtype", default="int32,float32")
+    parser.add_argument("--parts", action="store_true", help="what a single-pass call is made of, part by part")
     args = parser.parse_args()
     exe = args.build_dir / "scangrade_bench_reference"
     if not exe.is_file():
@@ -116,13 +143,19 @@ def main() -> int:
     out = args.out or args.build_dir / "bench-reference"
     out.mkdir(parents=True, exist_ok=True)
     ns = ",".join(str(n) for n in parse_n(args.n))
-    proc = subprocess.run([str(exe), "--n", ns, "--dtype", args.dtype], capture_output=True, text=True)
+    proc = subprocess.run([str(exe), "--n", ns, "--dtype", args.dtype] + (["--parts"] if args.parts else []),
+                          capture_output=True, text=True)
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr)
         return 1
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     device = lines[0].get("device", "?") if lines else "?"
     rows = [r for r in lines if "n" in r]
+    if args.parts:
+        (out / "bench-reference-parts.json").write_text(json.dumps({"device": device, "rows": rows}, indent=1) + "\n")
+        print(f"one single-pass call, part by part, on {device}")
+        print("\n".join(parts_table(rows)))
+        return 0
     (out / "bench-reference.json").write_text(json.dumps({"device": device, "rows": rows}, indent=1) + "\n")
     plotted = plot(rows, device, out / "bench-reference.png")
     print(f"reference scans on {device} (the grader's timing method; GB/s counts n read + n written)")

@@ -1,6 +1,7 @@
 // The checker's baselines (bench.h), timed with the method of timing_method.h.
 #include "bench.h"
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <stdexcept>
@@ -20,6 +21,12 @@ constexpr const char* kSetup = "timing the baselines";
 
 void setup(cudaError_t err, const char* what) { check_cuda(err, what, kSetup); }
 
+/// A host function that holds its stream until `*released` (CallTiming::hide_host).
+void CUDART_CB hold_stream(void* released) {
+  while (!static_cast<std::atomic<bool>*>(released)->load(std::memory_order_acquire)) {
+  }
+}
+
 /// Buffers, stream and events of one case's baselines.
 class Bench {
  public:
@@ -34,12 +41,13 @@ class Bench {
     setup(cudaEventCreate(&stop_), "cudaEventCreate");
   }
   ~Bench() {
+    cudaStreamSynchronize(stream_);  // a held stream's host function reads released_
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
     cudaStreamDestroy(stream_);
   }
 
-  double median_ms(const std::function<void(const void*, void*, cudaStream_t)>& call) {
+  double median_ms(const Call& call, const CallTiming& how = {}) {
     std::vector<double> ms;
     const auto begin = std::chrono::steady_clock::now();
     for (int i = 0;; ++i) {
@@ -47,11 +55,17 @@ class Bench {
       void* out = out_[i % 2].get();
       setup(cudaMemcpyAsync(in, input_, bytes_, cudaMemcpyDeviceToDevice, stream_), "restoring the input");
       setup(cudaMemsetAsync(out, 0xff, bytes_, stream_), "poisoning the output");
+      if (how.prepare) how.prepare(in, out, stream_);
       setup(cudaMemsetAsync(flush_.get(), i & 0xff, l2_flush_bytes(), stream_), "flushing L2");
       setup(cudaDeviceSynchronize(), "synchronizing before the call");
-      setup(cudaEventRecord(start_, stream_), "cudaEventRecord");
-      call(in, out, stream_);
-      setup(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+      {
+        released_.store(!how.hide_host, std::memory_order_relaxed);
+        const Release release{released_};  // on every path: a held stream never stays held
+        if (how.hide_host) setup(cudaLaunchHostFunc(stream_, hold_stream, &released_), "cudaLaunchHostFunc");
+        setup(cudaEventRecord(start_, stream_), "cudaEventRecord");
+        call(in, out, stream_);
+        setup(cudaEventRecord(stop_, stream_), "cudaEventRecord");
+      }
       setup(cudaDeviceSynchronize(), "a baseline's call");
       setup(cudaGetLastError(), "a baseline's call");
       float t = 0;
@@ -69,6 +83,12 @@ class Bench {
   std::size_t bytes_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::atomic<bool> released_{true};
+
+  struct Release {
+    std::atomic<bool>& flag;
+    ~Release() { flag.store(true, std::memory_order_release); }
+  };
 };
 
 }  // namespace
@@ -80,10 +100,9 @@ std::size_t l2_flush_bytes() {
   return 2 * static_cast<std::size_t>(l2 > 0 ? l2 : (32 << 20));
 }
 
-double median_call_ms(std::size_t bytes, const void* d_input,
-                      const std::function<void(const void*, void*, cudaStream_t)>& call) {
+double median_call_ms(std::size_t bytes, const void* d_input, const Call& call, const CallTiming& how) {
   Bench bench(bytes, d_input);
-  return bench.median_ms(call);
+  return bench.median_ms(call, how);
 }
 
 template <typename T>

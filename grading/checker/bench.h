@@ -16,10 +16,20 @@ namespace scangrade::grader {
 /// 2 x the L2 size of the current device: what a flush writes.
 std::size_t l2_flush_bytes();
 
+using Call = std::function<void(const void*, void*, cudaStream_t)>;
+
+/// How median_call_ms times: `prepare` (when set) is enqueued before the start event, with the
+/// input's restore; `hide_host` holds the stream (a host function) until the call and the stop
+/// event are enqueued, so that the time excludes the host's enqueueing (the grader's own timing
+/// includes it: the stream is idle when the start event is recorded).
+struct CallTiming {
+  Call prepare;
+  bool hide_host = false;
+};
+
 /// The median (ms) of `call(in, out, stream)` on a fresh copy of `d_input` (bytes) before every
 /// call, the output poisoned and L2 flushed: the method every baseline is timed with.
-double median_call_ms(std::size_t bytes, const void* d_input,
-                      const std::function<void(const void*, void*, cudaStream_t)>& call);
+double median_call_ms(std::size_t bytes, const void* d_input, const Call& call, const CallTiming& how = {});
 
 /// Medians (ms) of the reference, CUB and a copy on `d_input` (n elements on the device). Throws
 /// std::runtime_error when a baseline fails.

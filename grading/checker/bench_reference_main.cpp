@@ -2,7 +2,9 @@
 // grader's own method (bench.h: fresh input, poisoned output, L2 flushed, CUDA events around each
 // call, the median), one JSON object per line on stdout. tools/bench_reference.py runs it and makes
 // the table and the plot.
-//   scangrade_bench_reference [--n 16777216,67108864,...] [--dtype int32,float32]
+// With --parts, a row per n of what a single-pass call is made of instead (each part timed alone,
+// the same way; "hidden": the host's enqueueing left out of the time).
+//   scangrade_bench_reference [--n 16777216,67108864,...] [--dtype int32,float32] [--parts]
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -62,17 +64,62 @@ nlohmann::json row(std::size_t n, const char* dtype) {
   return r;
 }
 
+/// What a single-pass call costs, part by part.
+template <typename T>
+nlohmann::json parts(std::size_t n, const char* dtype) {
+  namespace sp = reference::single_pass_parts;
+  const std::vector<T> host = input<T>(n);
+  const std::size_t bytes = n * sizeof(T);
+  DeviceBuffer d_in(bytes, "bench input");
+  check_cuda(cudaMemcpy(d_in.get(), host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy", "bench input");
+  DeviceBuffer workspace(sp::workspace_bytes(n), "bench workspace");
+  const auto as_in = [](const void* p) { return static_cast<const T*>(p); };
+  const auto as_out = [](void* p) { return static_cast<T*>(p); };
+  const Call copy = [&](const void* in, void* out, cudaStream_t s) {
+    check_cuda(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync", "copy");
+  };
+  const Call call = [&](const void* in, void* out, cudaStream_t s) {
+    reference::single_pass_inclusive(as_in(in), as_out(out), n, s);
+  };
+  const Call clear = [&](const void*, void*, cudaStream_t s) { sp::clear_workspace(workspace.get(), n, s); };
+  const Call kernel = [&](const void* in, void* out, cudaStream_t s) {
+    sp::scan_kernel(as_in(in), as_out(out), n, workspace.get(), s);
+  };
+  const CallTiming cleared{clear, false}, cleared_hidden{clear, true}, hidden{{}, true};
+  nlohmann::json r = {{"n", n}, {"dtype", dtype}, {"bytes_moved", 2 * bytes}};
+  r["copy_ms"] = median_call_ms(bytes, d_in.get(), copy);
+  r["copy_hidden_ms"] = median_call_ms(bytes, d_in.get(), copy, hidden);
+  r["call_ms"] = median_call_ms(bytes, d_in.get(), call);
+  r["call_hidden_ms"] = median_call_ms(bytes, d_in.get(), call, hidden);
+  r["empty_ms"] = median_call_ms(bytes, d_in.get(), [](const void*, void*, cudaStream_t) {});
+  r["alloc_ms"] = median_call_ms(bytes, d_in.get(), [&](const void*, void*, cudaStream_t s) {
+    void* p = nullptr;
+    check_cuda(cudaMallocAsync(&p, sp::workspace_bytes(n), s), "cudaMallocAsync", "alloc");
+    check_cuda(cudaFreeAsync(p, s), "cudaFreeAsync", "alloc");
+  });
+  r["clear_ms"] = median_call_ms(bytes, d_in.get(), clear);
+  r["clear_kernel_ms"] = median_call_ms(bytes, d_in.get(), [&](const void* in, void* out, cudaStream_t s) {
+    clear(in, out, s);
+    kernel(in, out, s);
+  });
+  r["kernel_ms"] = median_call_ms(bytes, d_in.get(), kernel, cleared);
+  r["kernel_hidden_ms"] = median_call_ms(bytes, d_in.get(), kernel, cleared_hidden);
+  return r;
+}
+
 }  // namespace
 }  // namespace scangrade::grader
 
 int main(int argc, char** argv) {
   std::string ns = "1048576,4194304,16777216,67108864,268435456", dtypes = "int32,float32";
+  bool parts = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--n" && i + 1 < argc) ns = argv[++i];
     else if (a == "--dtype" && i + 1 < argc) dtypes = argv[++i];
+    else if (a == "--parts") parts = true;
     else {
-      std::fprintf(stderr, "usage: %s [--n N,N,...] [--dtype int32,float32]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--n N,N,...] [--dtype int32,float32] [--parts]\n", argv[0]);
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -83,8 +130,10 @@ int main(int argc, char** argv) {
     for (const std::string& dtype : scangrade::grader::split(dtypes))
       for (const std::string& n_text : scangrade::grader::split(ns)) {
         const std::size_t n = std::stoull(n_text);
-        const nlohmann::json r = dtype == "float32" ? scangrade::grader::row<float>(n, "float32")
-                                                    : scangrade::grader::row<std::int32_t>(n, "int32");
+        namespace g = scangrade::grader;
+        const bool f = dtype == "float32";
+        const nlohmann::json r = parts ? (f ? g::parts<float>(n, "float32") : g::parts<std::int32_t>(n, "int32"))
+                                       : (f ? g::row<float>(n, "float32") : g::row<std::int32_t>(n, "int32"));
         std::printf("%s\n", r.dump().c_str());
         std::fflush(stdout);
       }
