@@ -24,6 +24,7 @@ constexpr int kTileThreads = tuning::kSinglePassThreads;
 using StatusWord = unsigned long long;
 
 enum : unsigned { kStatusInvalid = 0, kStatusAggregate = 1, kStatusPrefix = 2 };
+constexpr StatusWord kInvalidWord = 0;
 
 __device__ __forceinline__ unsigned value_bits(std::int32_t v) { return static_cast<unsigned>(v); }
 __device__ __forceinline__ unsigned value_bits(float v) { return __float_as_uint(v); }
@@ -38,22 +39,6 @@ template <> __device__ __forceinline__ float value_from_bits<float>(unsigned bit
 template <typename T>
 __device__ void publish(StatusWord* status, unsigned tile, unsigned flag, T value) {
   atomicExch(status + tile, (static_cast<StatusWord>(flag) << 32) | value_bits(value));
-}
-
-/// Reads status word j, spinning while it is X; a j before tile 0 reads as P with the identity.
-template <typename T>
-__device__ __forceinline__ unsigned read_status(const StatusWord* status, long long j, T& value) {
-  if (j < 0) {
-    value = T(0);
-    return kStatusPrefix;
-  }
-  const volatile StatusWord* word = status + j;
-  StatusWord w;
-  do {
-    w = *word;
-  } while ((w >> 32) == kStatusInvalid);
-  value = value_from_bits<T>(static_cast<unsigned>(w));
-  return static_cast<unsigned>(w >> 32);
 }
 
 /// Run by the block's first warp. Publishes the tile's aggregate (A), looks back over the status
@@ -73,14 +58,28 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
 
   T exclusive = T(0);
   for (long long window_end = tile;; window_end -= kWindow) {
-    // this lane's words, oldest first; its value sums them from its last P on (all if none)
+    // this lane's words, oldest first, all loaded at once, then again while any is X; a word
+    // before tile 0 reads as P with the identity. The lane's value sums its words from its last P
+    // on (all of them if none).
     const long long first = window_end - kWindow + static_cast<long long>(lane) * kWords;
+    StatusWord w[kWords];
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) w[k] = first + k < 0 ? static_cast<StatusWord>(kStatusPrefix) << 32 : kInvalidWord;
+    for (bool pending = true; pending;) {
+      pending = false;
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) {
+        if ((w[k] >> 32) != kStatusInvalid) continue;
+        w[k] = *reinterpret_cast<const volatile StatusWord*>(status + first + k);
+        pending = pending || (w[k] >> 32) == kStatusInvalid;
+      }
+    }
     unsigned flag = kStatusAggregate;
     T value = T(0);
 #pragma unroll
     for (int k = 0; k < kWords; ++k) {
-      T v;
-      if (read_status(status, first + k, v) == kStatusPrefix) {
+      const T v = value_from_bits<T>(static_cast<unsigned>(w[k]));
+      if ((w[k] >> 32) == kStatusPrefix) {
         flag = kStatusPrefix;
         value = v;
       } else {
@@ -103,8 +102,28 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
 #define SCANGRADE_SINGLE_PASS_BOUNDS
 #endif
 
+#ifndef SCANGRADE_SINGLE_PASS_CLEAR
+#define SCANGRADE_SINGLE_PASS_CLEAR 0  // 0: cudaMemsetAsync; 1: clear_kernel; 2: clear_kernel + programmatic dependent launch
+#endif
+#if SCANGRADE_SINGLE_PASS_CLEAR == 2 && !defined(SCANGRADE_EMULATION)
+#define SCANGRADE_SINGLE_PASS_PDL 1
+#else
+#define SCANGRADE_SINGLE_PASS_PDL 0
+#endif
+
+__global__ void clear_kernel(StatusWord* words, std::size_t count) {
+#if SCANGRADE_SINGLE_PASS_PDL && defined(__CUDA_ARCH__)
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) words[i] = 0;
+}
+
 template <typename T>
 __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* out, std::size_t n, unsigned* tile_counter, StatusWord* status) {
+#if SCANGRADE_SINGLE_PASS_PDL && defined(__CUDA_ARCH__)
+  cudaGridDependencySynchronize();
+#endif
   __shared__ T exchange[padded_size(kTileItems)];
   __shared__ T warp_totals[kTileThreads / tuning::kWarpThreads];
   __shared__ unsigned tile_index[1];
@@ -145,8 +164,22 @@ std::size_t tile_count(std::size_t n) {
 template <typename T>
 void launch_kernel(const T* d_in, T* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
   StatusWord* words = static_cast<StatusWord*>(workspace);
+#if SCANGRADE_SINGLE_PASS_PDL
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>(tile_count(n)));
+  config.blockDim = dim3(kTileThreads);
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  detail::check(cudaLaunchKernelEx(&config, single_pass_kernel<T>, d_in, d_out, n, reinterpret_cast<unsigned*>(words), words + 1),
+                "single_pass_kernel");
+#else
   single_pass_kernel<T><<<static_cast<unsigned>(tile_count(n)), kTileThreads, 0, stream>>>(
       d_in, d_out, n, reinterpret_cast<unsigned*>(words), words + 1);
+#endif
   detail::check_launch("single_pass_kernel");
 }
 
@@ -164,7 +197,13 @@ void launch_single_pass(const T* d_in, T* d_out, std::size_t n, cudaStream_t str
 namespace single_pass_parts {
 std::size_t workspace_bytes(std::size_t n) { return (tile_count(n) + 1) * sizeof(StatusWord); }
 void clear_workspace(void* workspace, std::size_t n, cudaStream_t stream) {
+#if SCANGRADE_SINGLE_PASS_CLEAR == 0
   detail::check(cudaMemsetAsync(workspace, 0, workspace_bytes(n), stream), "cudaMemsetAsync");
+#else
+  const std::size_t count = workspace_bytes(n) / sizeof(StatusWord);
+  clear_kernel<<<static_cast<unsigned>(detail::ceil_div(count, 256)), 256, 0, stream>>>(static_cast<StatusWord*>(workspace), count);
+  detail::check_launch("clear_kernel");
+#endif
 }
 void scan_kernel(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
   launch_kernel(d_in, d_out, n, workspace, stream);
