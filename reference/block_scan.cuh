@@ -225,4 +225,48 @@ __device__ void store_tile_blocked(T* out, std::size_t base, std::size_t n, cons
   }
 }
 
+/// Warp-local tile exchange: the same blocked order (thread t = warp w, lane l gets elements
+/// t * kItems ...), but each warp moves its own kWarpThreads * kItems elements through its own
+/// slice of `exchange` (padded_size(kWarpThreads * kItems) elements per warp, kThreads / 32
+/// slices), so only __syncwarp orders it: no block-wide barrier. Elements at or past n read as the
+/// identity; nothing past n is touched.
+template <typename T, int kThreads, int kItems>
+__device__ void load_tile_warp_blocked(const T* in, std::size_t base, std::size_t n, T (&items)[kItems], T* exchange) {
+  constexpr int kWarpItems = tuning::kWarpThreads * kItems;
+  const int lane = threadIdx.x % tuning::kWarpThreads;
+  const int warp = threadIdx.x / tuning::kWarpThreads;
+  T* slice = exchange + warp * padded_size(kWarpItems);
+  const std::size_t start = base + static_cast<std::size_t>(warp) * kWarpItems;
+  const bool full = start + kWarpItems <= n;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int i = k * tuning::kWarpThreads + lane;
+    slice[conflict_free_index(i)] = (full || start + i < n) ? in[start + i] : T(0);
+  }
+  __syncwarp();
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) items[k] = slice[conflict_free_index(lane * kItems + k)];
+  __syncwarp();  // the slice may be reused
+}
+
+/// Inverse of load_tile_warp_blocked: writes the blocked `items` to out[base ...], warp by warp,
+/// only below n.
+template <typename T, int kThreads, int kItems>
+__device__ void store_tile_warp_blocked(T* out, std::size_t base, std::size_t n, const T (&items)[kItems], T* exchange) {
+  constexpr int kWarpItems = tuning::kWarpThreads * kItems;
+  const int lane = threadIdx.x % tuning::kWarpThreads;
+  const int warp = threadIdx.x / tuning::kWarpThreads;
+  T* slice = exchange + warp * padded_size(kWarpItems);
+  const std::size_t start = base + static_cast<std::size_t>(warp) * kWarpItems;
+  const bool full = start + kWarpItems <= n;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) slice[conflict_free_index(lane * kItems + k)] = items[k];
+  __syncwarp();
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int i = k * tuning::kWarpThreads + lane;
+    if (full || start + i < n) out[start + i] = slice[conflict_free_index(i)];
+  }
+}
+
 }  // namespace scangrade::reference

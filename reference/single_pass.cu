@@ -102,6 +102,9 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
 #define SCANGRADE_SINGLE_PASS_BOUNDS
 #endif
 
+#ifndef SCANGRADE_SINGLE_PASS_WARP_EXCHANGE
+#define SCANGRADE_SINGLE_PASS_WARP_EXCHANGE 0  // 1: tiles move through per-warp slices (no block barrier)
+#endif
 #ifndef SCANGRADE_SINGLE_PASS_CLEAR
 #define SCANGRADE_SINGLE_PASS_CLEAR 0  // 0: cudaMemsetAsync; 1: clear_kernel; 2: clear_kernel + programmatic dependent launch
 #endif
@@ -124,7 +127,11 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
 #if SCANGRADE_SINGLE_PASS_PDL && defined(__CUDA_ARCH__)
   cudaGridDependencySynchronize();
 #endif
+#if SCANGRADE_SINGLE_PASS_WARP_EXCHANGE
+  __shared__ T exchange[kTileThreads / tuning::kWarpThreads * padded_size(tuning::kWarpThreads * kTileItemsPerThread)];
+#else
   __shared__ T exchange[padded_size(kTileItems)];
+#endif
   __shared__ T warp_totals[kTileThreads / tuning::kWarpThreads];
   __shared__ unsigned tile_index[1];
   __shared__ T tile_prefix[1];
@@ -137,7 +144,11 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
 
   // scan the tile locally
   T items[kTileItemsPerThread];
+#if SCANGRADE_SINGLE_PASS_WARP_EXCHANGE
+  load_tile_warp_blocked<T, kTileThreads>(in, base, n, items, exchange);
+#else
   load_tile_blocked<T, kTileThreads, kTileItemsPerThread, tuning::kSinglePassVector>(in, base, n, items, exchange);
+#endif
   T aggregate;
   const T thread_prefix = block_exclusive_sum<T, kTileThreads>(thread_reduce(items), aggregate, warp_totals);
 
@@ -150,7 +161,11 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
 
   // final scan and store
   thread_scan(items, tile_prefix[0] + thread_prefix, /*exclusive=*/false);
+#if SCANGRADE_SINGLE_PASS_WARP_EXCHANGE
+  store_tile_warp_blocked<T, kTileThreads>(out, base, n, items, exchange);
+#else
   store_tile_blocked<T, kTileThreads, kTileItemsPerThread, tuning::kSinglePassVector>(out, base, n, items, exchange);
+#endif
 }
 
 /// Workspace layout: word 0 holds the tile counter (its low 4 bytes), words 1..tiles the status
