@@ -153,41 +153,17 @@ __device__ T block_exclusive_sum(T value, T& aggregate, T* warp_totals) {
 // ---------------------------------------------------------------------------------------------
 // tile exchange: coalesced (striped) global accesses <-> blocked registers
 
-/// Four T in one 16-byte vector (int4 / float4): the widest load or store a thread can issue.
-template <typename T> struct Vector4;
-template <> struct Vector4<int> { using type = int4; };
-template <> struct Vector4<float> { using type = float4; };
-
-/// Whether a whole tile at `p` can move as 16-byte vectors.
-template <typename T>
-__device__ __forceinline__ bool vector_aligned(const T* p) { return reinterpret_cast<std::size_t>(p) % 16 == 0; }
-
 /// Loads tile elements [base, base + kThreads * kItems) into `items` in blocked order (thread t
 /// gets elements t * kItems ...), reading global memory striped (coalesced) through the padded
 /// shared buffer `exchange` (padded_size(kThreads * kItems) elements). Elements at or past n
-/// read as the identity; nothing past n is touched. kVector: a full, 16-byte aligned tile is read
-/// as 16-byte vectors (thread t's k-th load: elements 4 (k kThreads + t) ...), fewer and wider loads.
-template <typename T, int kThreads, int kItems, bool kVector = false>
+/// read as the identity; nothing past n is touched.
+template <typename T, int kThreads, int kItems>
 __device__ void load_tile_blocked(const T* in, std::size_t base, std::size_t n, T (&items)[kItems], T* exchange) {
   const bool full = base + kThreads * kItems <= n;
-  if (kVector && kItems % 4 == 0 && full && vector_aligned(in + base)) {  // the same branch in every thread
-    using V = typename Vector4<T>::type;
-    const V* vin = reinterpret_cast<const V*>(in + base);
 #pragma unroll
-    for (int k = 0; k < kItems / 4; ++k) {
-      const int j = k * kThreads + threadIdx.x;
-      const V v = vin[j];
-      exchange[conflict_free_index(4 * j)] = v.x;
-      exchange[conflict_free_index(4 * j + 1)] = v.y;
-      exchange[conflict_free_index(4 * j + 2)] = v.z;
-      exchange[conflict_free_index(4 * j + 3)] = v.w;
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const int i = k * kThreads + threadIdx.x;
-      exchange[conflict_free_index(i)] = (full || base + i < n) ? in[base + i] : T(0);
-    }
+  for (int k = 0; k < kItems; ++k) {
+    const int i = k * kThreads + threadIdx.x;
+    exchange[conflict_free_index(i)] = (full || base + i < n) ? in[base + i] : T(0);
   }
   __syncthreads();
 #pragma unroll
@@ -196,76 +172,17 @@ __device__ void load_tile_blocked(const T* in, std::size_t base, std::size_t n, 
 }
 
 /// Inverse of load_tile_blocked: writes the blocked `items` to out[base ...], striped, only
-/// below n (kVector: a full, aligned tile as 16-byte vectors).
-template <typename T, int kThreads, int kItems, bool kVector = false>
+/// below n.
+template <typename T, int kThreads, int kItems>
 __device__ void store_tile_blocked(T* out, std::size_t base, std::size_t n, const T (&items)[kItems], T* exchange) {
   const bool full = base + kThreads * kItems <= n;
 #pragma unroll
   for (int k = 0; k < kItems; ++k) exchange[conflict_free_index(threadIdx.x * kItems + k)] = items[k];
   __syncthreads();
-  if (kVector && kItems % 4 == 0 && full && vector_aligned(out + base)) {
-    using V = typename Vector4<T>::type;
-    V* vout = reinterpret_cast<V*>(out + base);
-#pragma unroll
-    for (int k = 0; k < kItems / 4; ++k) {
-      const int j = k * kThreads + threadIdx.x;
-      V v;
-      v.x = exchange[conflict_free_index(4 * j)];
-      v.y = exchange[conflict_free_index(4 * j + 1)];
-      v.z = exchange[conflict_free_index(4 * j + 2)];
-      v.w = exchange[conflict_free_index(4 * j + 3)];
-      vout[j] = v;
-    }
-    return;
-  }
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
     const int i = k * kThreads + threadIdx.x;
     if (full || base + i < n) out[base + i] = exchange[conflict_free_index(i)];
-  }
-}
-
-/// Warp-local tile exchange: the same blocked order (thread t = warp w, lane l gets elements
-/// t * kItems ...), but each warp moves its own kWarpThreads * kItems elements through its own
-/// slice of `exchange` (padded_size(kWarpThreads * kItems) elements per warp, kThreads / 32
-/// slices), so only __syncwarp orders it: no block-wide barrier. Elements at or past n read as the
-/// identity; nothing past n is touched.
-template <typename T, int kThreads, int kItems>
-__device__ void load_tile_warp_blocked(const T* in, std::size_t base, std::size_t n, T (&items)[kItems], T* exchange) {
-  constexpr int kWarpItems = tuning::kWarpThreads * kItems;
-  const int lane = threadIdx.x % tuning::kWarpThreads;
-  const int warp = threadIdx.x / tuning::kWarpThreads;
-  T* slice = exchange + warp * padded_size(kWarpItems);
-  const std::size_t start = base + static_cast<std::size_t>(warp) * kWarpItems;
-  const bool full = start + kWarpItems <= n;
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int i = k * tuning::kWarpThreads + lane;
-    slice[conflict_free_index(i)] = (full || start + i < n) ? in[start + i] : T(0);
-  }
-  __syncwarp();
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) items[k] = slice[conflict_free_index(lane * kItems + k)];
-  __syncwarp();  // the slice may be reused
-}
-
-/// Inverse of load_tile_warp_blocked: writes the blocked `items` to out[base ...], warp by warp,
-/// only below n.
-template <typename T, int kThreads, int kItems>
-__device__ void store_tile_warp_blocked(T* out, std::size_t base, std::size_t n, const T (&items)[kItems], T* exchange) {
-  constexpr int kWarpItems = tuning::kWarpThreads * kItems;
-  const int lane = threadIdx.x % tuning::kWarpThreads;
-  const int warp = threadIdx.x / tuning::kWarpThreads;
-  T* slice = exchange + warp * padded_size(kWarpItems);
-  const std::size_t start = base + static_cast<std::size_t>(warp) * kWarpItems;
-  const bool full = start + kWarpItems <= n;
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) slice[conflict_free_index(lane * kItems + k)] = items[k];
-  __syncwarp();
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const int i = k * tuning::kWarpThreads + lane;
-    if (full || start + i < n) out[start + i] = slice[conflict_free_index(i)];
   }
 }
 

@@ -24,7 +24,6 @@ constexpr int kTileThreads = tuning::kSinglePassThreads;
 using StatusWord = unsigned long long;
 
 enum : unsigned { kStatusInvalid = 0, kStatusAggregate = 1, kStatusPrefix = 2 };
-constexpr StatusWord kInvalidWord = 0;
 
 __device__ __forceinline__ unsigned value_bits(std::int32_t v) { return static_cast<unsigned>(v); }
 __device__ __forceinline__ unsigned value_bits(float v) { return __float_as_uint(v); }
@@ -42,13 +41,10 @@ __device__ void publish(StatusWord* status, unsigned tile, unsigned flag, T valu
 }
 
 /// Run by the block's first warp. Publishes the tile's aggregate (A), looks back over the status
-/// words of earlier tiles a window at a time (32 lanes x kLookbackWords consecutive words each,
-/// lane 31's last word the closest) until one holds an inclusive prefix (P), publishes the tile's
-/// own inclusive prefix (P) and returns the sum of all earlier tiles.
+/// words of earlier tiles 32 at a time (lane 31 = the closest) until one holds an inclusive prefix
+/// (P), publishes the tile's own inclusive prefix (P) and returns the sum of all earlier tiles.
 template <typename T>
 __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) {
-  constexpr int kWords = tuning::kSinglePassLookbackWords;
-  constexpr long long kWindow = static_cast<long long>(tuning::kWarpThreads) * kWords;
   const int lane = threadIdx.x % tuning::kWarpThreads;
   if (tile == 0) {
     if (lane == 0) publish(status, 0, kStatusPrefix, aggregate);
@@ -57,34 +53,19 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
   if (lane == 0) publish(status, tile, kStatusAggregate, aggregate);
 
   T exclusive = T(0);
-  for (long long window_end = tile;; window_end -= kWindow) {
-    // this lane's words, oldest first, all loaded at once, then again while any is X; a word
-    // before tile 0 reads as P with the identity. The lane's value sums its words from its last P
-    // on (all of them if none).
-    const long long first = window_end - kWindow + static_cast<long long>(lane) * kWords;
-    StatusWord w[kWords];
-#pragma unroll
-    for (int k = 0; k < kWords; ++k) w[k] = first + k < 0 ? static_cast<StatusWord>(kStatusPrefix) << 32 : kInvalidWord;
-    for (bool pending = true; pending;) {
-      pending = false;
-#pragma unroll
-      for (int k = 0; k < kWords; ++k) {
-        if ((w[k] >> 32) != kStatusInvalid) continue;
-        w[k] = *reinterpret_cast<const volatile StatusWord*>(status + first + k);
-        pending = pending || (w[k] >> 32) == kStatusInvalid;
-      }
-    }
-    unsigned flag = kStatusAggregate;
+  for (long long window_end = tile;; window_end -= tuning::kWarpThreads) {
+    // read predecessor j (spin while invalid); before tile 0 reads as P with the identity
+    const long long j = window_end - tuning::kWarpThreads + lane;
+    unsigned flag = kStatusPrefix;
     T value = T(0);
-#pragma unroll
-    for (int k = 0; k < kWords; ++k) {
-      const T v = value_from_bits<T>(static_cast<unsigned>(w[k]));
-      if ((w[k] >> 32) == kStatusPrefix) {
-        flag = kStatusPrefix;
-        value = v;
-      } else {
-        value += v;
-      }
+    if (j >= 0) {
+      const volatile StatusWord* word = status + j;
+      StatusWord w;
+      do {
+        w = *word;
+      } while ((w >> 32) == kStatusInvalid);
+      flag = static_cast<unsigned>(w >> 32);
+      value = value_from_bits<T>(static_cast<unsigned>(w));
     }
     // sum the window from the closest P (highest such lane) to lane 31; all of it if no P
     const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, flag == kStatusPrefix);
@@ -102,11 +83,11 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
 #define SCANGRADE_SINGLE_PASS_BOUNDS
 #endif
 
-#ifndef SCANGRADE_SINGLE_PASS_WARP_EXCHANGE
-#define SCANGRADE_SINGLE_PASS_WARP_EXCHANGE 0  // 1: tiles move through per-warp slices (no block barrier)
-#endif
 #ifndef SCANGRADE_SINGLE_PASS_CLEAR
 #define SCANGRADE_SINGLE_PASS_CLEAR 0  // 0: cudaMemsetAsync; 1: clear_kernel; 2: clear_kernel + programmatic dependent launch
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_PERSISTENT
+#define SCANGRADE_SINGLE_PASS_PERSISTENT 0  // 1: as many blocks as fit at once, each taking tile after tile
 #endif
 #if SCANGRADE_SINGLE_PASS_CLEAR == 2 && !defined(SCANGRADE_EMULATION)
 #define SCANGRADE_SINGLE_PASS_PDL 1
@@ -127,45 +108,48 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
 #if SCANGRADE_SINGLE_PASS_PDL && defined(__CUDA_ARCH__)
   cudaGridDependencySynchronize();
 #endif
-#if SCANGRADE_SINGLE_PASS_WARP_EXCHANGE
-  __shared__ T exchange[kTileThreads / tuning::kWarpThreads * padded_size(tuning::kWarpThreads * kTileItemsPerThread)];
-#else
   __shared__ T exchange[padded_size(kTileItems)];
-#endif
   __shared__ T warp_totals[kTileThreads / tuning::kWarpThreads];
-  __shared__ unsigned tile_index[1];
+  __shared__ unsigned tile_index[2];
   __shared__ T tile_prefix[1];
+  const std::size_t tiles = (n + kTileItems - 1) / kTileItems;
 
   // dynamic tile index
   if (threadIdx.x == 0) tile_index[0] = atomicAdd(tile_counter, 1u);
   __syncthreads();
-  const unsigned tile = tile_index[0];
+  unsigned tile = tile_index[0];
+#if SCANGRADE_SINGLE_PASS_PERSISTENT
+  for (int round = 1; tile < tiles; ++round) {
+#endif
   const std::size_t base = static_cast<std::size_t>(tile) * kTileItems;
 
   // scan the tile locally
   T items[kTileItemsPerThread];
-#if SCANGRADE_SINGLE_PASS_WARP_EXCHANGE
-  load_tile_warp_blocked<T, kTileThreads>(in, base, n, items, exchange);
-#else
-  load_tile_blocked<T, kTileThreads, kTileItemsPerThread, tuning::kSinglePassVector>(in, base, n, items, exchange);
-#endif
+  load_tile_blocked<T, kTileThreads>(in, base, n, items, exchange);
   T aggregate;
   const T thread_prefix = block_exclusive_sum<T, kTileThreads>(thread_reduce(items), aggregate, warp_totals);
 
   // decoupled look-back for the sum of the earlier tiles
   if (threadIdx.x < tuning::kWarpThreads) {
     const T prefix = decoupled_lookback(status, tile, aggregate);
-    if (threadIdx.x == 0) tile_prefix[0] = prefix;
+    if (threadIdx.x == 0) {
+      tile_prefix[0] = prefix;
+#if SCANGRADE_SINGLE_PASS_PERSISTENT
+      tile_index[round % 2] = atomicAdd(tile_counter, 1u);
+#endif
+    }
   }
   __syncthreads();
 
   // final scan and store
   thread_scan(items, tile_prefix[0] + thread_prefix, /*exclusive=*/false);
-#if SCANGRADE_SINGLE_PASS_WARP_EXCHANGE
-  store_tile_warp_blocked<T, kTileThreads>(out, base, n, items, exchange);
-#else
-  store_tile_blocked<T, kTileThreads, kTileItemsPerThread, tuning::kSinglePassVector>(out, base, n, items, exchange);
+  store_tile_blocked<T, kTileThreads>(out, base, n, items, exchange);
+#if SCANGRADE_SINGLE_PASS_PERSISTENT
+  tile = tile_index[round % 2];
+  __syncthreads();  // exchange, warp_totals and tile_prefix are written again
+  }
 #endif
+  (void)tiles;
 }
 
 /// Workspace layout: word 0 holds the tile counter (its low 4 bytes), words 1..tiles the status
@@ -176,12 +160,32 @@ std::size_t tile_count(std::size_t n) {
   return tiles;
 }
 
+/// Blocks to launch for `tiles` tiles: one per tile, or (persistent) no more than fit at once.
+unsigned grid_size(std::size_t tiles) {
+#if SCANGRADE_SINGLE_PASS_PERSISTENT
+  static const std::size_t resident = [] {
+    int device = 0, sms = 0, per_sm = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, single_pass_kernel<int>, kTileThreads, 0) != cudaSuccess ||
+        sms * per_sm <= 0) {
+      cudaGetLastError();
+      return std::size_t{1} << 30;
+    }
+    return static_cast<std::size_t>(sms) * per_sm;
+  }();
+  return static_cast<unsigned>(tiles < resident ? tiles : resident);
+#else
+  return static_cast<unsigned>(tiles);
+#endif
+}
+
 template <typename T>
 void launch_kernel(const T* d_in, T* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
   StatusWord* words = static_cast<StatusWord*>(workspace);
 #if SCANGRADE_SINGLE_PASS_PDL
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(tile_count(n)));
+  config.gridDim = dim3(grid_size(tile_count(n)));
   config.blockDim = dim3(kTileThreads);
   config.stream = stream;
   cudaLaunchAttribute attribute[1];
@@ -192,7 +196,7 @@ void launch_kernel(const T* d_in, T* d_out, std::size_t n, void* workspace, cuda
   detail::check(cudaLaunchKernelEx(&config, single_pass_kernel<T>, d_in, d_out, n, reinterpret_cast<unsigned*>(words), words + 1),
                 "single_pass_kernel");
 #else
-  single_pass_kernel<T><<<static_cast<unsigned>(tile_count(n)), kTileThreads, 0, stream>>>(
+  single_pass_kernel<T><<<grid_size(tile_count(n)), kTileThreads, 0, stream>>>(
       d_in, d_out, n, reinterpret_cast<unsigned*>(words), words + 1);
 #endif
   detail::check_launch("single_pass_kernel");

@@ -39,20 +39,10 @@ inline constexpr int kTileItems = kTileThreads * kTileItemsPerThread;  // 4096
 #ifndef SCANGRADE_SINGLE_PASS_MIN_BLOCKS
 #define SCANGRADE_SINGLE_PASS_MIN_BLOCKS 8  // 0: no launch bounds (the compiler picks the registers)
 #endif
-#ifndef SCANGRADE_SINGLE_PASS_LOOKBACK
-#define SCANGRADE_SINGLE_PASS_LOOKBACK 1  // status words each lane of the look-back reads per step
-#endif
-#ifndef SCANGRADE_SINGLE_PASS_VECTOR
-#define SCANGRADE_SINGLE_PASS_VECTOR 0  // 1: full tiles move as 16-byte vectors
-#endif
 inline constexpr int kSinglePassThreads = SCANGRADE_SINGLE_PASS_THREADS;
 inline constexpr int kSinglePassItemsPerThread = SCANGRADE_SINGLE_PASS_ITEMS;
 inline constexpr int kSinglePassItems = kSinglePassThreads * kSinglePassItemsPerThread;
 inline constexpr int kSinglePassMinBlocks = SCANGRADE_SINGLE_PASS_MIN_BLOCKS;
-/// The look-back's window: 32 lanes x kSinglePassLookbackWords status words per step.
-inline constexpr int kSinglePassLookbackWords = SCANGRADE_SINGLE_PASS_LOOKBACK;
-/// Whether full tiles are loaded and stored as 16-byte vectors (int4 / float4).
-inline constexpr bool kSinglePassVector = SCANGRADE_SINGLE_PASS_VECTOR != 0;
 
 static_assert(kTileThreads % kWarpThreads == 0, "tile blocks are made of whole warps");
 static_assert(kSinglePassThreads % kWarpThreads == 0 && kSinglePassThreads / kWarpThreads <= kWarpThreads,
