@@ -186,4 +186,36 @@ __device__ void store_tile_blocked(T* out, std::size_t base, std::size_t n, cons
   }
 }
 
+/// Loads tile elements [base, base + kThreads * kItems) into the padded shared buffer `exchange`
+/// (element i at conflict_free_index(i)), reading global memory striped (coalesced); elements at or
+/// past n read as the identity, nothing past n is touched. Ends with a barrier: every thread may
+/// then work on any element (blocked: thread t's are t * kItems ...).
+template <typename T, int kThreads, int kItems>
+__device__ void load_tile_shared(const T* in, std::size_t base, std::size_t n, T* exchange) {
+  constexpr int kTile = kThreads * kItems;
+  const T* tile = in + base;
+  const int valid = n - base < kTile ? static_cast<int>(n - base) : kTile;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int i = k * kThreads + threadIdx.x;
+    exchange[conflict_free_index(i)] = i < valid ? tile[i] : T(0);
+  }
+  __syncthreads();
+}
+
+/// Writes the tile held in `exchange` (as load_tile_shared left it) to out[base ...], striped,
+/// only below n. Begins with a barrier (the threads' last writes to exchange).
+template <typename T, int kThreads, int kItems>
+__device__ void store_tile_shared(T* out, std::size_t base, std::size_t n, const T* exchange) {
+  constexpr int kTile = kThreads * kItems;
+  T* tile = out + base;
+  const int valid = n - base < kTile ? static_cast<int>(n - base) : kTile;
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int i = k * kThreads + threadIdx.x;
+    if (i < valid) tile[i] = exchange[conflict_free_index(i)];
+  }
+}
+
 }  // namespace scangrade::reference

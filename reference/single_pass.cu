@@ -77,6 +77,59 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
   return exclusive;
 }
 
+/// The look-back with the whole block: like decoupled_lookback, but a window is kThreads status
+/// words (thread kThreads - 1 = the closest), each warp sums its part from its closest P on and
+/// warp 0 combines the warps' parts. Called by every thread; thread 0 gets the result (the sum of
+/// all earlier tiles). `warp_sums` / `warp_prefix`: kThreads / 32 shared elements each, `done` one.
+template <typename T, int kThreads>
+__device__ T block_lookback(StatusWord* status, unsigned tile, T aggregate, T* warp_sums, unsigned* warp_prefix,
+                            unsigned* done) {
+  constexpr int kWarps = kThreads / tuning::kWarpThreads;
+  const int lane = threadIdx.x % tuning::kWarpThreads;
+  const int warp = threadIdx.x / tuning::kWarpThreads;
+  if (tile == 0) {
+    if (threadIdx.x == 0) publish(status, 0, kStatusPrefix, aggregate);
+    return T(0);
+  }
+  if (threadIdx.x == 0) publish(status, tile, kStatusAggregate, aggregate);
+
+  T exclusive = T(0);
+  for (long long window_end = tile;; window_end -= kThreads) {
+    const long long j = window_end - kThreads + threadIdx.x;
+    unsigned flag = kStatusPrefix;
+    T value = T(0);
+    if (j >= 0) {
+      const volatile StatusWord* word = status + j;
+      StatusWord w;
+      do {
+        w = *word;
+      } while ((w >> 32) == kStatusInvalid);
+      flag = static_cast<unsigned>(w >> 32);
+      value = value_from_bits<T>(static_cast<unsigned>(w));
+    }
+    const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, flag == kStatusPrefix);
+    const T part = warp_sum((prefix_lanes >> lane) <= 1u ? value : T(0));
+    if (lane == 0) {
+      warp_sums[warp] = part;
+      warp_prefix[warp] = prefix_lanes != 0;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      const bool has = lane < kWarps && warp_prefix[lane] != 0;
+      const unsigned prefix_warps = __ballot_sync(kFullWarpMask, has);
+      const T sum = warp_sum(lane < kWarps && (prefix_warps >> lane) <= 1u ? warp_sums[lane] : T(0));
+      if (lane == 0) {
+        exclusive += sum;
+        done[0] = prefix_warps != 0;
+      }
+    }
+    __syncthreads();
+    if (done[0] != 0) break;
+  }
+  if (threadIdx.x == 0) publish(status, tile, kStatusPrefix, exclusive + aggregate);
+  return exclusive;
+}
+
 #if SCANGRADE_SINGLE_PASS_MIN_BLOCKS > 0
 #define SCANGRADE_SINGLE_PASS_BOUNDS __launch_bounds__(tuning::kSinglePassThreads, tuning::kSinglePassMinBlocks)
 #else
@@ -85,6 +138,12 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
 
 #ifndef SCANGRADE_SINGLE_PASS_CLEAR
 #define SCANGRADE_SINGLE_PASS_CLEAR 0  // 0: cudaMemsetAsync; 1: clear_kernel; 2: clear_kernel + programmatic dependent launch
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_BLOCK_LOOKBACK
+#define SCANGRADE_SINGLE_PASS_BLOCK_LOOKBACK 0  // 1: the whole block looks back, kThreads words a step
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_SHARED_TILE
+#define SCANGRADE_SINGLE_PASS_SHARED_TILE 1  // 0: the tile in registers across the look-back
 #endif
 #ifndef SCANGRADE_SINGLE_PASS_PERSISTENT
 #define SCANGRADE_SINGLE_PASS_PERSISTENT 0  // 1: as many blocks as fit at once, each taking tile after tile
@@ -124,12 +183,36 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
   const std::size_t base = static_cast<std::size_t>(tile) * kTileItems;
 
   // scan the tile locally
+#if SCANGRADE_SINGLE_PASS_SHARED_TILE
+  // the tile stays in shared memory (no registers held across the look-back)
+  load_tile_shared<T, kTileThreads, kTileItemsPerThread>(in, base, n, exchange);
+  T thread_total = T(0);
+#pragma unroll
+  for (int k = 0; k < kTileItemsPerThread; ++k) thread_total += exchange[conflict_free_index(threadIdx.x * kTileItemsPerThread + k)];
+  T aggregate;
+  const T thread_prefix = block_exclusive_sum<T, kTileThreads>(thread_total, aggregate, warp_totals);
+#else
   T items[kTileItemsPerThread];
   load_tile_blocked<T, kTileThreads>(in, base, n, items, exchange);
   T aggregate;
   const T thread_prefix = block_exclusive_sum<T, kTileThreads>(thread_reduce(items), aggregate, warp_totals);
+#endif
 
   // decoupled look-back for the sum of the earlier tiles
+#if SCANGRADE_SINGLE_PASS_BLOCK_LOOKBACK
+  __shared__ T lookback_sums[kTileThreads / tuning::kWarpThreads];
+  __shared__ unsigned lookback_prefix[kTileThreads / tuning::kWarpThreads];
+  __shared__ unsigned lookback_done[1];
+  {
+    const T prefix = block_lookback<T, kTileThreads>(status, tile, aggregate, lookback_sums, lookback_prefix, lookback_done);
+    if (threadIdx.x == 0) {
+      tile_prefix[0] = prefix;
+#if SCANGRADE_SINGLE_PASS_PERSISTENT
+      tile_index[round % 2] = atomicAdd(tile_counter, 1u);
+#endif
+    }
+  }
+#else
   if (threadIdx.x < tuning::kWarpThreads) {
     const T prefix = decoupled_lookback(status, tile, aggregate);
     if (threadIdx.x == 0) {
@@ -139,11 +222,23 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
 #endif
     }
   }
+#endif
   __syncthreads();
 
   // final scan and store
+#if SCANGRADE_SINGLE_PASS_SHARED_TILE
+  T running = tile_prefix[0] + thread_prefix;
+#pragma unroll
+  for (int k = 0; k < kTileItemsPerThread; ++k) {
+    const int i = conflict_free_index(threadIdx.x * kTileItemsPerThread + k);
+    running += exchange[i];
+    exchange[i] = running;
+  }
+  store_tile_shared<T, kTileThreads, kTileItemsPerThread>(out, base, n, exchange);
+#else
   thread_scan(items, tile_prefix[0] + thread_prefix, /*exclusive=*/false);
   store_tile_blocked<T, kTileThreads>(out, base, n, items, exchange);
+#endif
 #if SCANGRADE_SINGLE_PASS_PERSISTENT
   tile = tile_index[round % 2];
   __syncthreads();  // exchange, warp_totals and tile_prefix are written again
