@@ -15,6 +15,28 @@
 #include "tuning.h"
 #include "warp_scan.cuh"
 
+// Experiment switches (tools/bench_reference_variants.sh)
+#ifndef SCANGRADE_SINGLE_PASS_WIDE
+#define SCANGRADE_SINGLE_PASS_WIDE 0  // > 0: the look-back's later windows are 32 x WIDE words
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_BLOCK_LOOKBACK
+#define SCANGRADE_SINGLE_PASS_BLOCK_LOOKBACK 0  // 1: the whole block looks back, kThreads words a step
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_SHARED_TILE
+#define SCANGRADE_SINGLE_PASS_SHARED_TILE 1  // 0: the tile in registers across the look-back
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_PERSISTENT
+#define SCANGRADE_SINGLE_PASS_PERSISTENT 0  // 1: as many blocks as fit at once, each taking tile after tile
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_CLEAR
+#define SCANGRADE_SINGLE_PASS_CLEAR 0  // 0: cudaMemsetAsync; 1: clear_kernel; 2: clear_kernel + programmatic dependent launch
+#endif
+#if SCANGRADE_SINGLE_PASS_CLEAR == 2 && !defined(SCANGRADE_EMULATION)
+#define SCANGRADE_SINGLE_PASS_PDL 1
+#else
+#define SCANGRADE_SINGLE_PASS_PDL 0
+#endif
+
 namespace scangrade::reference {
 namespace {
 
@@ -130,28 +152,65 @@ __device__ T block_lookback(StatusWord* status, unsigned tile, T aggregate, T* w
   return exclusive;
 }
 
+/// One step of the look-back over the window of 32 x kWords status words that ends before
+/// `window_end` (lane l reads kWords consecutive words, all loads issued at once, then again the
+/// ones still X; a word before tile 0 reads as P with the identity). Adds the window's sum from its
+/// closest P on (all of it if none) to `exclusive`; returns whether the window held a P.
+template <int kWords, typename T>
+__device__ __forceinline__ bool lookback_window(const StatusWord* status, long long window_end, T& exclusive) {
+  constexpr long long kWindow = static_cast<long long>(tuning::kWarpThreads) * kWords;
+  const int lane = threadIdx.x % tuning::kWarpThreads;
+  const long long first = window_end - kWindow + static_cast<long long>(lane) * kWords;
+  StatusWord w[kWords];
+#pragma unroll
+  for (int k = 0; k < kWords; ++k)
+    w[k] = first + k < 0 ? static_cast<StatusWord>(kStatusPrefix) << 32
+                         : *reinterpret_cast<const volatile StatusWord*>(status + first + k);
+#pragma unroll
+  for (int k = 0; k < kWords; ++k)
+    while ((w[k] >> 32) == kStatusInvalid) w[k] = *reinterpret_cast<const volatile StatusWord*>(status + first + k);
+  unsigned flag = kStatusAggregate;
+  T value = T(0);
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) {
+    const T v = value_from_bits<T>(static_cast<unsigned>(w[k]));
+    if ((w[k] >> 32) == kStatusPrefix) {
+      flag = kStatusPrefix;
+      value = v;
+    } else {
+      value += v;
+    }
+  }
+  const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, flag == kStatusPrefix);
+  exclusive += warp_sum((prefix_lanes >> lane) <= 1u ? value : T(0));  // lanes from the closest P on
+  return prefix_lanes != 0;
+}
+
+/// decoupled_lookback with a window that widens after the first step: 32 words first (a tile's
+/// closest predecessors, where a P usually is), then 32 x SCANGRADE_SINGLE_PASS_WIDE words a step.
+template <typename T>
+__device__ T widening_lookback(StatusWord* status, unsigned tile, T aggregate) {
+  constexpr int kWide = SCANGRADE_SINGLE_PASS_WIDE;
+  const int lane = threadIdx.x % tuning::kWarpThreads;
+  if (tile == 0) {
+    if (lane == 0) publish(status, 0, kStatusPrefix, aggregate);
+    return T(0);
+  }
+  if (lane == 0) publish(status, tile, kStatusAggregate, aggregate);
+  T exclusive = T(0);
+  long long window_end = tile;
+  if (!lookback_window<1>(status, window_end, exclusive)) {
+    window_end -= tuning::kWarpThreads;
+    while (!lookback_window<kWide>(status, window_end, exclusive)) window_end -= tuning::kWarpThreads * kWide;
+  }
+  if (lane == 0) publish(status, tile, kStatusPrefix, exclusive + aggregate);
+  return exclusive;
+}
+
 #if SCANGRADE_SINGLE_PASS_MIN_BLOCKS > 0
 #define SCANGRADE_SINGLE_PASS_BOUNDS __launch_bounds__(tuning::kSinglePassThreads, tuning::kSinglePassMinBlocks)
 #else
 #define SCANGRADE_SINGLE_PASS_BOUNDS
-#endif
-
-#ifndef SCANGRADE_SINGLE_PASS_CLEAR
-#define SCANGRADE_SINGLE_PASS_CLEAR 0  // 0: cudaMemsetAsync; 1: clear_kernel; 2: clear_kernel + programmatic dependent launch
-#endif
-#ifndef SCANGRADE_SINGLE_PASS_BLOCK_LOOKBACK
-#define SCANGRADE_SINGLE_PASS_BLOCK_LOOKBACK 0  // 1: the whole block looks back, kThreads words a step
-#endif
-#ifndef SCANGRADE_SINGLE_PASS_SHARED_TILE
-#define SCANGRADE_SINGLE_PASS_SHARED_TILE 1  // 0: the tile in registers across the look-back
-#endif
-#ifndef SCANGRADE_SINGLE_PASS_PERSISTENT
-#define SCANGRADE_SINGLE_PASS_PERSISTENT 0  // 1: as many blocks as fit at once, each taking tile after tile
-#endif
-#if SCANGRADE_SINGLE_PASS_CLEAR == 2 && !defined(SCANGRADE_EMULATION)
-#define SCANGRADE_SINGLE_PASS_PDL 1
-#else
-#define SCANGRADE_SINGLE_PASS_PDL 0
 #endif
 
 __global__ void clear_kernel(StatusWord* words, std::size_t count) {
@@ -214,7 +273,11 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
   }
 #else
   if (threadIdx.x < tuning::kWarpThreads) {
+#if SCANGRADE_SINGLE_PASS_WIDE > 0
+    const T prefix = widening_lookback(status, tile, aggregate);
+#else
     const T prefix = decoupled_lookback(status, tile, aggregate);
+#endif
     if (threadIdx.x == 0) {
       tile_prefix[0] = prefix;
 #if SCANGRADE_SINGLE_PASS_PERSISTENT
