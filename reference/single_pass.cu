@@ -28,6 +28,12 @@
 #ifndef SCANGRADE_SINGLE_PASS_PERSISTENT
 #define SCANGRADE_SINGLE_PASS_PERSISTENT 0  // 1: as many blocks as fit at once, each taking tile after tile
 #endif
+#ifndef SCANGRADE_SINGLE_PASS_SPIN_NS
+#define SCANGRADE_SINGLE_PASS_SPIN_NS 0  // > 0: a look-back reader that finds X sleeps this long before reading again
+#endif
+#ifndef SCANGRADE_SINGLE_PASS_PUBLISH_STORE
+#define SCANGRADE_SINGLE_PASS_PUBLISH_STORE 0  // 1: a status word is published with a volatile store, not atomicExch
+#endif
 #ifndef SCANGRADE_SINGLE_PASS_CLEAR
 #define SCANGRADE_SINGLE_PASS_CLEAR 0  // 0: cudaMemsetAsync; 1: clear_kernel; 2: clear_kernel + programmatic dependent launch
 #endif
@@ -59,7 +65,11 @@ template <> __device__ __forceinline__ float value_from_bits<float>(unsigned bit
 /// at 2^26-2^28 on an H100.)
 template <typename T>
 __device__ void publish(StatusWord* status, unsigned tile, unsigned flag, T value) {
+#if SCANGRADE_SINGLE_PASS_PUBLISH_STORE
+  *reinterpret_cast<volatile StatusWord*>(status + tile) = (static_cast<StatusWord>(flag) << 32) | value_bits(value);
+#else
   atomicExch(status + tile, (static_cast<StatusWord>(flag) << 32) | value_bits(value));
+#endif
 }
 
 /// Run by the block's first warp. Publishes the tile's aggregate (A), looks back over the status
@@ -83,9 +93,11 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
     if (j >= 0) {
       const volatile StatusWord* word = status + j;
       StatusWord w;
-      do {
-        w = *word;
-      } while ((w >> 32) == kStatusInvalid);
+      while (((w = *word) >> 32) == kStatusInvalid) {
+#if SCANGRADE_SINGLE_PASS_SPIN_NS > 0
+        __nanosleep(SCANGRADE_SINGLE_PASS_SPIN_NS);
+#endif
+      }
       flag = static_cast<unsigned>(w >> 32);
       value = value_from_bits<T>(static_cast<unsigned>(w));
     }
