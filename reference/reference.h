@@ -43,14 +43,14 @@ void hierarchical_scan(const float* d_in, float* d_out, std::size_t n, ScanKind 
 /// Slot 4: single-pass inclusive scan, any n (decoupled look-back). Each block takes its tile
 /// index from an atomic counter, publishes its tile's aggregate (A), looks back over earlier tiles'
 /// 64-bit status words (X invalid / A aggregate / P inclusive prefix) until it reaches a P, then
-/// publishes its own inclusive prefix (P). Counter and status words: one temporary zeroed with
-/// cudaMemsetAsync on `stream`.
+/// publishes its own inclusive prefix (P). Counter and status words: one temporary, zeroed by a
+/// first kernel that the scan kernel follows as a programmatic dependent launch (sm_90 and up).
 void single_pass_inclusive(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, cudaStream_t stream);
 void single_pass_inclusive(const float* d_in, float* d_out, std::size_t n, cudaStream_t stream);
 
 /// The parts a single_pass_inclusive call is made of, for measuring what each costs
 /// (tools/bench_reference.py --parts). A call is: a workspace of workspace_bytes(n) from
-/// cudaMallocAsync, clear_workspace (cudaMemsetAsync), scan_kernel, cudaFreeAsync. n > 0.
+/// cudaMallocAsync, clear_workspace (a kernel), scan_kernel, cudaFreeAsync. n > 0.
 namespace single_pass_parts {
 std::size_t workspace_bytes(std::size_t n);
 void clear_workspace(void* workspace, std::size_t n, cudaStream_t stream);

@@ -25,11 +25,12 @@ inline constexpr int kTileItems = kTileThreads * kTileItemsPerThread;  // 4096
 
 /// Single-pass slot: its own tile shape, and the blocks per SM its launch bounds ask for. A build
 /// may set them (-DSCANGRADE_SINGLE_PASS_THREADS=, _ITEMS=, _MIN_BLOCKS=) to compare tunings with
-/// tools/bench_reference_variants.sh; the defaults are the measured best (H100, 2026-11-23, with the
-/// look-back's fence: 8 blocks of 256 x 16 per SM, 32 registers, 0.87-0.91x the copy at 2^26-2^28;
-/// without launch bounds 40 registers, 6 blocks, 0.84-0.89x; 512 x 16, 128 x 16, 256 x 12 and
-/// 256 x 24 were slower; without the fence 256 x 16 x 8 gives 0.90-0.92x at 2^26, 0.95-0.97x at
-/// 2^28, 256 x 20 x 6 and 384 x 16 x 5 about the same; streaming (evict-first) loads and stores 0.75x).
+/// tools/bench_reference_variants.sh. The defaults are the measured best (H100, 2026-11-23): 8 blocks
+/// of 256 x 16 per SM at 32 registers, no spills since the tile stays in shared memory. Measured
+/// slower: 512 x 16, 128 x 16, 256 x 12, 256 x 20, 256 x 24; streaming (evict-first) loads and
+/// stores; 16-byte vector loads (no faster); a look-back window wider than one word a lane, read by
+/// one warp or by the whole block; per-warp tile exchanges; persistent blocks; back-off in the
+/// look-back's spin (no faster).
 #ifndef SCANGRADE_SINGLE_PASS_THREADS
 #define SCANGRADE_SINGLE_PASS_THREADS 256
 #endif

@@ -6,7 +6,8 @@
 #      compute-sanitizer); the Python tests and the gallery run separately (below / in CI)
 #   3. the reference over the public suite, and a fresh student/ (the four stubs), as `make test`
 #   4. a full grade of a bundled submission on the GPU (timings, × reference, × CUB), and the
-#      reference scans against the copy and CUB (tools/bench_reference.py: table and plot)
+#      reference scans against the copy and CUB (tools/bench_reference.py: table and plot, and what
+#      a single-pass call is made of: --parts)
 #   5. the whole gallery graded on the GPU, every verdict compared with the expected one, and every
 #      case's status with the emulated snapshot (tools/bench_fidelity.py: the agreement table; the
 #      fresh GPU statuses go to $OUT/gpu_statuses.json for grading/fidelity/)
@@ -120,7 +121,9 @@ fi
 
 if run_core; then
 step "reference scans against the copy and CUB (tools/bench_reference.py)"
-python3 tools/bench_reference.py --build-dir "$BUILD" --out "$LOGS/reference" >"$LOGS/reference.log" 2>&1
+python3 tools/bench_reference.py --build-dir "$BUILD" --out "$LOGS/reference" >"$LOGS/reference.log" 2>&1 &&
+  python3 tools/bench_reference.py --build-dir "$BUILD" --out "$LOGS/reference" --parts --n 2^24,2^26,2^28 --dtype int32 \
+    >"$LOGS/reference-parts.log" 2>&1
 reference_rc=$?
 fi
 
@@ -164,6 +167,7 @@ if run_core; then
   sed -n '/^ScanGrade results/,$p' "$LOGS/demo.log"
   grep -E "tests passed" "$LOGS/ctest.log" | sed 's/^/ctest: /'
   grep -v "^details" "$LOGS/reference.log"
+  tail -n +2 "$LOGS/reference-parts.log"
 fi
 run_gallery && cat "$LOGS/gallery.log" "$LOGS/fidelity.log"
 if run_batch; then

@@ -62,6 +62,9 @@
 //   between blocks, textures, cooperative groups, dynamic parallelism, __CUDA_ARCH__ (it is not
 //   defined: host code paths are compiled), half precision, and the real device's limits on
 //   registers and local memory (each thread has a 256 KiB stack, see SCANGRADE_EMU_STACK_KB).
+//   Programmatic dependent launch (cudaLaunchAttributeProgrammaticStreamSerialization,
+//   cudaGridDependencySynchronize, cudaTriggerProgrammaticLaunchCompletion) compiles and runs with
+//   no overlap: a kernel starts when the previous one has finished.
 //
 // Fork-safety: the emulator is single-threaded (no threads are ever started) and holds no locks,
 // so a harness may fork() a child per case, run the case there under a deadline, and kill it.

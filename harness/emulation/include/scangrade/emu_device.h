@@ -208,6 +208,11 @@ inline void __threadfence() { ::scangrade::emu::detail::yield_point(); }
 inline void __threadfence_block() { ::scangrade::emu::detail::yield_point(); }
 inline void __threadfence_system() { ::scangrade::emu::detail::yield_point(); }
 inline void __nanosleep(unsigned) { ::scangrade::emu::detail::yield_point(); }
+
+// Programmatic dependent launch: emulated kernels run one after another in stream order, so the
+// previous kernel has always finished (and its writes are visible) when a kernel starts.
+inline void cudaGridDependencySynchronize() {}
+inline void cudaTriggerProgrammaticLaunchCompletion() {}
 long long clock64();
 
 // ---- atomics ------------------------------------------------------------------------------------
