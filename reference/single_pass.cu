@@ -21,10 +21,6 @@
 #include "tuning.h"
 #include "warp_scan.cuh"
 
-#ifndef SCANGRADE_SINGLE_PASS_PROPAGATE
-#define SCANGRADE_SINGLE_PASS_PROPAGATE 0
-#endif
-
 namespace scangrade::reference {
 namespace {
 
@@ -81,17 +77,8 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
     // sum the window from the closest P (highest such lane) to lane 31; all of it if no P
     const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, flag == kStatusPrefix);
     const bool counts = (prefix_lanes >> lane) <= 1u;  // no P lane above this one
-#if SCANGRADE_SINGLE_PASS_PROPAGATE
-    const T running = warp_inclusive_sum(counts ? value : T(0));
-    exclusive += __shfl_sync(kFullWarpMask, running, tuning::kWarpThreads - 1);
-    if (prefix_lanes != 0) {
-      if (counts && flag == kStatusAggregate) publish(status, static_cast<unsigned>(j), kStatusPrefix, running);
-      break;
-    }
-#else
     exclusive += warp_sum(counts ? value : T(0));
     if (prefix_lanes != 0) break;
-#endif
   }
   if (lane == 0) publish(status, tile, kStatusPrefix, exclusive + aggregate);
   return exclusive;
