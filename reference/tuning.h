@@ -30,7 +30,7 @@ inline constexpr int kTileItems = kTileThreads * kTileItemsPerThread;  // 4096
 /// slower: 512 x 16, 128 x 16, 256 x 12, 256 x 20, 256 x 24; streaming (evict-first) loads and
 /// stores; 16-byte vector loads (no faster); a look-back window wider than one word a lane, read by
 /// one warp or by the whole block; per-warp tile exchanges; persistent blocks; back-off in the
-/// look-back's spin (no faster).
+/// look-back's spin and publishing P for the tiles a look-back passes (no faster).
 #ifndef SCANGRADE_SINGLE_PASS_THREADS
 #define SCANGRADE_SINGLE_PASS_THREADS 256
 #endif
