@@ -40,11 +40,12 @@ void blelloch_exclusive(const float* d_in, float* d_out, std::size_t n, cudaStre
 void hierarchical_scan(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, ScanKind kind, cudaStream_t stream);
 void hierarchical_scan(const float* d_in, float* d_out, std::size_t n, ScanKind kind, cudaStream_t stream);
 
-/// Slot 4: single-pass inclusive scan, any n (decoupled look-back). Each block takes its tile
-/// index from an atomic counter, publishes its tile's aggregate (A), looks back over earlier tiles'
-/// 64-bit status words (X invalid / A aggregate / P inclusive prefix) until it reaches a P, then
-/// publishes its own inclusive prefix (P). Counter and status words: one temporary, zeroed by a
-/// first kernel that the scan kernel follows as a programmatic dependent launch (sm_90 and up).
+/// Slot 4: single-pass inclusive scan, any n (decoupled look-back). Block b scans tile b,
+/// publishes its tile's aggregate (A), looks back over earlier tiles' 64-bit status words
+/// (X invalid / A aggregate / P inclusive prefix) until it reaches a P, then publishes its own
+/// inclusive prefix (P). The status words: one temporary, zeroed by a first kernel that the scan
+/// kernel follows as a programmatic dependent launch (sm_90 and up). It relies, as CUB does, on
+/// the GPU starting a grid's blocks in increasing index order (single_pass.cu says why).
 void single_pass_inclusive(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, cudaStream_t stream);
 void single_pass_inclusive(const float* d_in, float* d_out, std::size_t n, cudaStream_t stream);
 
