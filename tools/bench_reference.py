@@ -16,7 +16,7 @@ is reported, not an error).
 
 --parts prints instead what one single-pass call is made of, each part timed alone the same way:
 the empty interval between the events, the workspace's cudaMallocAsync + cudaFreeAsync, its clear
-(cudaMemsetAsync), clear + kernel on a kept workspace, the kernel alone, the whole call, and the
+(the clear kernel), clear + kernel on a kept workspace, the kernel alone, the whole call, and the
 copy; "hidden" rows hold the stream until the call is enqueued, so they leave the host's enqueueing
 out (the grader's timing keeps it in: its stream is idle when the start event is recorded).
 Writes DIR/bench-reference-parts.json.
