@@ -44,8 +44,9 @@ void hierarchical_scan(const float* d_in, float* d_out, std::size_t n, ScanKind 
 /// publishes its tile's aggregate (A), looks back over earlier tiles' 64-bit status words
 /// (X invalid / A aggregate / P inclusive prefix) until it reaches a P, then publishes its own
 /// inclusive prefix (P). The status words: one temporary, zeroed by a first kernel that the scan
-/// kernel follows as a programmatic dependent launch (sm_90 and up). It relies, as CUB does, on
-/// the GPU starting a grid's blocks in increasing index order (single_pass.cu says why).
+/// kernel follows as a programmatic dependent launch (sm_90 and up). A block waits for an earlier
+/// tile's status word a bounded time, then sums that tile from the input itself, so it makes
+/// progress whatever order the GPU starts blocks in (single_pass.cu says why).
 void single_pass_inclusive(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, cudaStream_t stream);
 void single_pass_inclusive(const float* d_in, float* d_out, std::size_t n, cudaStream_t stream);
 
@@ -55,9 +56,15 @@ void single_pass_inclusive(const float* d_in, float* d_out, std::size_t n, cudaS
 namespace single_pass_parts {
 std::size_t workspace_bytes(std::size_t n);
 void clear_workspace(void* workspace, std::size_t n, cudaStream_t stream);
+/// Which tile a block scans: tile b by block b (what a call does), or the tiles in reverse, so that
+/// every block starts before the tiles it waits on, as a GPU that starts blocks in any order may:
+/// the look-back must still finish (its bounded wait, then its own sum of the tile).
+enum class TileOrder { ByBlock, Reversed };
 /// The scan kernel alone, on a workspace that clear_workspace cleared since its last use.
-void scan_kernel(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, void* workspace, cudaStream_t stream);
-void scan_kernel(const float* d_in, float* d_out, std::size_t n, void* workspace, cudaStream_t stream);
+void scan_kernel(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, void* workspace, cudaStream_t stream,
+                 TileOrder order = TileOrder::ByBlock);
+void scan_kernel(const float* d_in, float* d_out, std::size_t n, void* workspace, cudaStream_t stream,
+                 TileOrder order = TileOrder::ByBlock);
 }  // namespace single_pass_parts
 
 }  // namespace scangrade::reference

@@ -4,12 +4,14 @@
 //   low 32 bits:  the value's bits (int32 as is, float via __float_as_uint)
 // written with one 64-bit atomicExch, read with volatile 64-bit loads.
 //
-// Progress: a block waits only on tiles of lower index, that is on blocks started before it, as
-// long as the GPU starts a grid's blocks in increasing index order. NVIDIA GPUs do (CUB's
-// single-pass scan relies on the same; it is not a documented guarantee), and so does the emulator.
-// Taking tile indices from an atomic counter (this kernel's first form) needs no such order, but
-// then each block waits for the cleared counter and a round trip to L2 before its first load: 3% of
-// the copy's speed at 2^26 on an H100 (0.914x against 0.942x the copy, 4 interleaved rounds).
+// Progress, whatever order the GPU starts blocks in: CUDA does not promise that block b-1 starts
+// before block b, or ever runs while b waits. So a lane waits for a predecessor's status word for at
+// most tuning::kSinglePassSpinLimit reads; then the warp sums that tile's items from the input itself
+// (tile_sum) and counts it as an A. Blocks are started in increasing index order on NVIDIA GPUs and
+// in the emulator, so the limit is never reached in practice (the tests reverse the tile order to
+// reach it: single_pass_parts::TileOrder). The other way to progress, tile indices from an atomic
+// counter (this kernel's first form), made each block wait for the cleared counter and a round trip
+// to L2 before its first load: 3% of the copy's speed at 2^26 on an H100 (0.914x against 0.942x).
 //
 // A call is two launches: clear_kernel zeroes the status words, and the scan kernel follows it as
 // a programmatic dependent launch (compute capability 9.0 and up): its blocks start while
@@ -53,11 +55,24 @@ __device__ void publish(StatusWord* status, unsigned tile, unsigned flag, T valu
   atomicExch(status + tile, (static_cast<StatusWord>(flag) << 32) | value_bits(value));
 }
 
+/// The sum of a whole tile's items, computed by one warp from the input: what that tile's block
+/// publishes as its aggregate, for a look-back that waited too long for it. (Earlier tiles are
+/// whole: only the last can be partial.)
+template <typename T>
+__device__ T tile_sum(const T* in, long long tile) {
+  const T* items = in + static_cast<std::size_t>(tile) * kTileItems;
+  T sum = T(0);
+#pragma unroll 4
+  for (int i = threadIdx.x % tuning::kWarpThreads; i < kTileItems; i += tuning::kWarpThreads) sum += items[i];
+  return warp_sum(sum);
+}
+
 /// Run by the block's first warp. Publishes the tile's aggregate (A), looks back over the status
 /// words of earlier tiles 32 at a time (lane 31 = the closest) until one holds an inclusive prefix
 /// (P), publishes the tile's own inclusive prefix (P) and returns the sum of all earlier tiles.
+/// A predecessor still invalid (X) after kSinglePassSpinLimit reads is summed from `in` instead.
 template <typename T>
-__device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) {
+__device__ T decoupled_lookback(const T* in, StatusWord* status, unsigned tile, T aggregate) {
   const int lane = threadIdx.x % tuning::kWarpThreads;
   if (tile == 0) {
     if (lane == 0) publish(status, 0, kStatusPrefix, aggregate);
@@ -67,18 +82,26 @@ __device__ T decoupled_lookback(StatusWord* status, unsigned tile, T aggregate) 
 
   T exclusive = T(0);
   for (long long window_end = tile;; window_end -= tuning::kWarpThreads) {
-    // read predecessor j (spin while invalid); before tile 0 reads as P with the identity
-    const long long j = window_end - tuning::kWarpThreads + lane;
+    // read predecessor j (spin while invalid, up to the limit); before tile 0 reads as P with the identity
+    const long long window_start = window_end - tuning::kWarpThreads;
+    const long long j = window_start + lane;
     unsigned flag = kStatusPrefix;
     T value = T(0);
     if (j >= 0) {
       const volatile StatusWord* word = status + j;
-      StatusWord w;
-      do {
-        w = *word;
-      } while ((w >> 32) == kStatusInvalid);
+      StatusWord w = *word;
+      for (int reads = 1; (w >> 32) == kStatusInvalid && reads < tuning::kSinglePassSpinLimit; ++reads) w = *word;
       flag = static_cast<unsigned>(w >> 32);
       value = value_from_bits<T>(static_cast<unsigned>(w));
+    }
+    // predecessors still invalid: the warp sums each from the input, one after another
+    for (unsigned waiting = __ballot_sync(kFullWarpMask, flag == kStatusInvalid); waiting != 0; waiting &= waiting - 1) {
+      const int owner = __ffs(waiting) - 1;
+      const T sum = tile_sum(in, window_start + owner);
+      if (lane == owner) {
+        flag = kStatusAggregate;
+        value = sum;
+      }
     }
     // sum the window from the closest P (highest such lane) to lane 31; all of it if no P
     const unsigned prefix_lanes = __ballot_sync(kFullWarpMask, flag == kStatusPrefix);
@@ -119,12 +142,13 @@ __global__ void clear_kernel(StatusWord* words, std::size_t count) {
 /// The tile stays in shared memory from its load to its store: a thread holds no items in registers
 /// across the look-back (with the items in registers, 32 registers spilled 36 bytes a thread).
 template <typename T>
-__global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* out, std::size_t n, StatusWord* status) {
+__global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* out, std::size_t n, StatusWord* status,
+                                                               bool reversed) {
   __shared__ T exchange[padded_size(kTileItems)];
   __shared__ T warp_totals[kTileThreads / tuning::kWarpThreads];
   __shared__ T tile_prefix[1];
 
-  const unsigned tile = blockIdx.x;
+  const unsigned tile = reversed ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const std::size_t base = static_cast<std::size_t>(tile) * kTileItems;
 
   // scan the tile locally: each thread sums its kTileItemsPerThread consecutive elements
@@ -138,7 +162,7 @@ __global__ void SCANGRADE_SINGLE_PASS_BOUNDS single_pass_kernel(const T* in, T* 
   // decoupled look-back for the sum of the earlier tiles
   if (threadIdx.x < tuning::kWarpThreads) {
     wait_for_previous_kernel();  // clear_kernel has zeroed the status words
-    const T prefix = decoupled_lookback(status, tile, aggregate);
+    const T prefix = decoupled_lookback(in, status, tile, aggregate);
     if (threadIdx.x == 0) tile_prefix[0] = prefix;
   }
   __syncthreads();
@@ -182,7 +206,8 @@ bool dependent_launch_supported() {
 }
 
 template <typename T>
-void launch_kernel(const T* d_in, T* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
+void launch_kernel(const T* d_in, T* d_out, std::size_t n, void* workspace, cudaStream_t stream,
+                   single_pass_parts::TileOrder order = single_pass_parts::TileOrder::ByBlock) {
   cudaLaunchAttribute attribute[1] = {};
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
@@ -192,7 +217,8 @@ void launch_kernel(const T* d_in, T* d_out, std::size_t n, void* workspace, cuda
   config.stream = stream;
   config.attrs = attribute;
   config.numAttrs = dependent_launch_supported() ? 1 : 0;
-  detail::check(cudaLaunchKernelEx(&config, single_pass_kernel<T>, d_in, d_out, n, static_cast<StatusWord*>(workspace)),
+  detail::check(cudaLaunchKernelEx(&config, single_pass_kernel<T>, d_in, d_out, n, static_cast<StatusWord*>(workspace),
+                                   order == single_pass_parts::TileOrder::Reversed),
                 "single_pass_kernel");
 }
 
@@ -214,11 +240,12 @@ void clear_workspace(void* workspace, std::size_t n, cudaStream_t stream) {
       static_cast<StatusWord*>(workspace), count);
   detail::check_launch("clear_kernel");
 }
-void scan_kernel(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
-  launch_kernel(d_in, d_out, n, workspace, stream);
+void scan_kernel(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, void* workspace, cudaStream_t stream,
+                 TileOrder order) {
+  launch_kernel(d_in, d_out, n, workspace, stream, order);
 }
-void scan_kernel(const float* d_in, float* d_out, std::size_t n, void* workspace, cudaStream_t stream) {
-  launch_kernel(d_in, d_out, n, workspace, stream);
+void scan_kernel(const float* d_in, float* d_out, std::size_t n, void* workspace, cudaStream_t stream, TileOrder order) {
+  launch_kernel(d_in, d_out, n, workspace, stream, order);
 }
 }  // namespace single_pass_parts
 
