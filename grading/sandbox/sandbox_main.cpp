@@ -97,13 +97,17 @@ Args parse(int argc, char** argv) {
 int run(const Args& a, sb::Sandbox& sandbox) {
   for (const std::string& dir : a.mounts.writable) sandbox.hand_over(dir);
   const auto r = sandbox.prepare(a.program, a.mounts);
+  const auto cannot_start = [&a](const char* why) {
+    std::cerr << "scangrade_sandbox: cannot start " << a.program[0] << ": " << why << ": " << std::strerror(errno) << "\n";
+    return kCannotRun;
+  };
   int out[2], err[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return kCannotRun;
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return cannot_start("pipe2");
   std::vector<char*> args;
   for (const std::string& s : r->argv()) args.push_back(const_cast<char*>(s.c_str()));
   args.push_back(nullptr);
   const pid_t pid = fork();
-  if (pid < 0) return kCannotRun;
+  if (pid < 0) return cannot_start("fork");
   if (pid == 0) {
     dup2(out[1], 1);
     dup2(out[1], 2);

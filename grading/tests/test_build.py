@@ -354,3 +354,30 @@ def test_policy_violation_is_not_a_failed_slot_and_a_helper_charges_every_slot(t
     assert sorted(doc["policy_violations"]) == sorted(SLOTS)
     assert all(v.startswith("student/util.cu (a helper file linked with every slot): student/util.cu:2 includes "
                             "<cub/cub.cuh>") for v in doc["policy_violations"].values())
+
+
+def _fake_nm(tmp_path, failures: int):
+    """An nm that fails silently `failures` times, then lists one defined symbol."""
+    count = tmp_path / "nm-calls"
+    nm = tmp_path / "nm"
+    nm.write_text("#!/bin/sh\n"
+                  f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}\n"
+                  f"[ \"$n\" -lt {failures} ] && exit 1\n"
+                  "echo '0000000000000000 T scan_helper'\n")
+    nm.chmod(0o755)
+    obj = tmp_path / "slot.o"
+    obj.write_bytes(b"\x7fELF" + bytes(60))
+    recipe = Recipe(backend="emulate", compiler=("g++",), flags=(), linker=("g++",), link=(), nm=str(nm))
+    return recipe, obj, count
+
+
+def test_scan_object_reads_an_object_whose_first_nm_failed(tmp_path):
+    recipe, obj, count = _fake_nm(tmp_path, failures=1)
+    assert build.scan_object(recipe, obj, tmp_path, 30) == []
+    assert count.read_text().strip() == "3"  # the failed read, its retry, the demangled listing
+
+
+def test_scan_object_names_the_status_when_nm_fails_twice(tmp_path):
+    recipe, obj, _ = _fake_nm(tmp_path, failures=2)
+    with pytest.raises(ToolchainError, match=r"nm could not read slot\.o \(exit status 1, twice\)"):
+        build.scan_object(recipe, obj, tmp_path, 30)
