@@ -381,3 +381,26 @@ def test_scan_object_names_the_status_when_nm_fails_twice(tmp_path):
     recipe, obj, _ = _fake_nm(tmp_path, failures=2)
     with pytest.raises(ToolchainError, match=r"nm could not read slot\.o \(exit status 1, twice\)"):
         build.scan_object(recipe, obj, tmp_path, 30)
+
+
+def test_a_stub_that_failed_silently_once_is_compiled_again(tmp_path, fake_build_dir):
+    """A generated stub always compiles; one failed, with no output, on a loaded machine (make check,
+    2026-11-23). It is compiled once more before the build is called broken."""
+    toolchain_path = fake_build_dir / "grading" / "toolchain.json"
+    toolchain = json.loads(toolchain_path.read_text())
+    flaky = tmp_path / "tools" / "flakycc"
+    flaky.write_text("#!/bin/sh\n"
+                     "for a in \"$@\"; do case \"$a\" in */stubs/*.cu)\n"
+                     f"  mark={tmp_path}/failed-once-$(basename \"$a\")\n"
+                     "  [ -e \"$mark\" ] || { touch \"$mark\"; exit 1; };; esac; done\n"
+                     f"exec {toolchain['nvcc']} \"$@\"\n")
+    flaky.chmod(0o755)
+    toolchain["nvcc"] = str(flaky)
+    toolchain_path.write_text(json.dumps(toolchain))
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": GOOD})
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.glob("failed-once-*")) == ["failed-once-blelloch.cu",
+                                                                      "failed-once-hierarchical.cu",
+                                                                      "failed-once-single_pass.cu"]
+    assert doc["status"] == "ok" and result.harness_errors == []
+    assert result.worker is not None
