@@ -98,7 +98,8 @@ int run(const Args& a, sb::Sandbox& sandbox) {
   for (const std::string& dir : a.mounts.writable) sandbox.hand_over(dir);
   const auto r = sandbox.prepare(a.program, a.mounts);
   const auto cannot_start = [&a](const char* why) {
-    std::cerr << "scangrade_sandbox: cannot start " << a.program[0] << ": " << why << ": " << std::strerror(errno) << "\n";
+    const int error = errno;  // before any output can change it
+    std::cerr << "scangrade_sandbox: cannot start " << a.program[0] << ": " << why << ": " << std::strerror(error) << "\n";
     return kCannotRun;
   };
   int out[2], err[2];

@@ -372,11 +372,11 @@ def scan_object(recipe: Recipe, obj: Path, cwd: Path, timeout: float) -> list[po
     for demangle in ([], ["-C"]):
         cmd = [recipe.nm, *demangle, "-p", str(obj)]
         r = run_tool(cmd, cwd, timeout, recipe.confine, [obj.parent], [])
-        if not r.ok:  # once more: a loaded machine has failed it once, silently (make check, 2026-11-23)
-            r = run_tool(cmd, cwd, timeout, recipe.confine, [obj.parent], [])
+        if r.returncode not in (0, None):  # once more (not after a timeout): a loaded machine has failed
+            r = run_tool(cmd, cwd, timeout, recipe.confine, [obj.parent], [])  # it once, silently (2026-11-23)
         if not r.ok:
-            status = "timed out" if r.returncode is None else f"exit status {r.returncode}"
-            raise ToolchainError(f"nm could not read {obj.name} ({status}, twice): {r.output.strip()[:300]}")
+            status = f"timed out after {timeout:g} s" if r.returncode is None else f"exit status {r.returncode}, twice"
+            raise ToolchainError(f"nm could not read {obj.name} ({status}): {r.output.strip()[:300]}")
         listings.append(r.output)
     return policy.symbol_violations(policy.parse_nm(*listings), recipe.backend)
 
@@ -445,7 +445,9 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
     if stub_failures:
         # a generated stub always compiles; one that did not (with no output, on a loaded machine:
         # make check, 2026-11-23) is tried once more before the build is called broken
-        _compile_all(recipe, stub_failures, include_dir, root, jobs, timeout)
+        # (not after a timeout: that would only spend the submission's time again)
+        retry = [u for u in stub_failures if u.run is not None and u.run.returncode is not None]
+        _compile_all(recipe, retry, include_dir, root, jobs, timeout)
         stub_failures = [u for u in stub_failures if not u.ok]
 
     # log: failing files first (their first errors), then files with warnings only

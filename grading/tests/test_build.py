@@ -404,3 +404,36 @@ def test_a_stub_that_failed_silently_once_is_compiled_again(tmp_path, fake_build
                                                                       "failed-once-single_pass.cu"]
     assert doc["status"] == "ok" and result.harness_errors == []
     assert result.worker is not None
+
+
+def test_scan_object_does_not_read_again_after_a_timeout(tmp_path, monkeypatch):
+    recipe, obj, _ = _fake_nm(tmp_path, failures=0)
+    calls = []
+
+    def timed_out(cmd, *args, **kw):
+        calls.append(cmd)
+        return build.Run(None, "", 30.0)
+
+    monkeypatch.setattr(build, "run_tool", timed_out)
+    with pytest.raises(ToolchainError, match=r"nm could not read slot\.o \(timed out after 30 s\)"):
+        build.scan_object(recipe, obj, tmp_path, 30)
+    assert len(calls) == 1, "a read that timed out is not tried again (it would spend the time twice)"
+
+
+def test_a_stub_that_timed_out_is_not_compiled_again(tmp_path, fake_build_dir, monkeypatch):
+    """A timed-out stub compile is not tried again (that would only spend the submission's time twice)."""
+    compiled = []
+    real = build._compile_unit
+
+    def stubs_time_out(recipe, unit, *args):
+        if not unit.stub:
+            return real(recipe, unit, *args)
+        compiled.append(unit.display)
+        unit.run = build.Run(None, "compiler timed out\n", 1.0)
+        return unit
+
+    monkeypatch.setattr(build, "_compile_unit", stubs_time_out)
+    sub = make_submission(tmp_path / "s", {f"student/{s}.cu": GOOD for s in SLOTS if s != "blelloch"})
+    result, _ = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert result.harness_errors, "a stub that never compiles is a broken toolchain"
+    assert len(compiled) == 1, compiled
