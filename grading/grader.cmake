@@ -131,6 +131,7 @@ add_library(scangrade_judge_lib STATIC
   ${SCANGRADE_JUDGE_DIR}/sha256.cpp
   ${SCANGRADE_JUDGE_DIR}/sanitizer_xml.cpp
   ${SCANGRADE_JUDGE_DIR}/scoring.cpp
+  ${SCANGRADE_JUDGE_DIR}/channel.cpp
   ${SCANGRADE_JUDGE_DIR}/process.cpp
   ${SCANGRADE_JUDGE_DIR}/gpu_lock.cpp
   ${SCANGRADE_JUDGE_DIR}/command_line.cpp

@@ -96,7 +96,7 @@ void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   buffers.close();  // the worker has its own descriptors now
   bool capped = false;
   const double deadline = cut_at_budget(case_deadline_s(e.c), capped, e.c.slot);
-  const Exchange x = exchange(*worker_, cmd, deadline, capped, log_path_);
+  const Exchange x = exchange(*worker_, cmd, deadline, capped, log_);
   ++cases_in_worker_;
   if (x.kind != Exchange::Reply) {
     memory->release();

@@ -36,37 +36,19 @@ std::vector<Entry> select_cases(const Options& o, const std::vector<LoadedSuite>
   return entries;
 }
 
-/// Removes the channels of judges that are gone (killed before they could remove their own).
-void sweep_stale_channels(const std::string& base) {
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("scangrade-", 0) != 0) continue;
-    const std::string rest = name.substr(10);
-    const std::size_t dash = rest.find('-');
-    if (dash == std::string::npos || dash == 0 || rest.find_first_not_of("0123456789") != dash) continue;
-    const pid_t owner = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
-    if (kill(owner, 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
-  }
-}
-
-/// The channel folder (0700 from mkdtemp), or "" with the reason in `errors`.
-std::string make_channel(const Options& o, std::vector<std::string>& errors) {
+/// The channel (channel.h), or null with the reason in `errors`.
+std::unique_ptr<Channel> make_channel(const Options& o, const sandbox::Sandbox& box, std::vector<std::string>& errors) {
   if (access(o.worker.c_str(), X_OK) != 0) {
     errors.push_back("the worker binary " + o.worker + " cannot be executed: " + std::strerror(errno) +
                      " (harness fault: please report)");
-    return "";
+    return nullptr;
   }
-  sweep_stale_channels(channel_base());
-  // named after this judge: a judge that was killed before it could remove its channel is found
-  // (its pid is gone) and its channel removed by the next one
-  std::string pattern = channel_base() + "/scangrade-" + std::to_string(getpid()) + "-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
-    errors.push_back("cannot make the channel folder " + pattern + ": " + std::strerror(errno) +
-                     " (harness fault: please report)");
-    return "";
+  try {
+    return std::make_unique<Channel>(channel_base(), box.active() ? &box : nullptr, o.worker);
+  } catch (const std::exception& ex) {
+    errors.push_back(std::string(ex.what()) + " (harness fault: please report)");
+    return nullptr;
   }
-  return pattern;
 }
 
 /// The --verbose (or --gpu-lock) lines at the end on stderr.
@@ -89,11 +71,11 @@ int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>
           const sandbox::Sandbox& box, Graded& g) {
   const std::vector<Entry> entries = select_cases(o, suites);
   std::vector<CaseResult> results(entries.size());
-  const std::string channel = build.no_run ? "" : make_channel(o, g.errors);
+  std::unique_ptr<Channel> channel = build.no_run ? nullptr : make_channel(o, box, g.errors);
   std::unique_ptr<Session> session;
-  if (!channel.empty()) {
-    box.hand_over(channel);  // the sandbox uid's only writable place outside its private /tmp
-    session = std::make_unique<Session>(o, channel, box.active() ? &box : nullptr);
+  if (channel) {
+    if (!channel->worker_note().empty()) g.isolation["notes"].push_back(channel->worker_note());
+    session = std::make_unique<Session>(o, std::move(channel), box.active() ? &box : nullptr);
     std::vector<Entry> running;  // the budget is shared out among the cases that run
     for (const Entry& e : entries)
       if (!build.verdict(e)) running.push_back(e);
@@ -136,11 +118,8 @@ int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>
   g.sheet = score_cases(scored, perf_max, gpu);
   g.exit_code = !g.errors.empty() ? kInternalError : g.sheet.all_pass ? kAllPassed : kSomeFailed;
   g.environment = environment_json(session.get(), sanitizer_path);
-  g.student_output = student_output_json(channel, o.log_limit);
-  if (!channel.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(channel, ec);
-  }
+  g.student_output = student_output_json(session ? &session->student_log() : nullptr, o.log_limit);
+  session.reset();  // its channel goes with it
   g.suites = &suites;
   g.build = &build;
   g.entries = &entries;

@@ -89,8 +89,8 @@ std::string ExitInfo::describe() const {
   return "exit code " + std::to_string(code);
 }
 
-WorkerProcess::WorkerProcess(const std::vector<std::string>& argv_in, const std::string& log_path,
-                             const sandbox::Sandbox* sandbox, const sandbox::Mounts& mounts) {
+WorkerProcess::WorkerProcess(const std::vector<std::string>& argv_in, int log_fd, const sandbox::Sandbox* sandbox,
+                             const sandbox::Mounts& mounts) {
   if (argv_in.empty()) throw std::runtime_error("no program to start");
   if (access(argv_in[0].c_str(), X_OK) != 0) throw sys_error("cannot execute " + argv_in[0]);
   if (sandbox != nullptr) run_ = sandbox->prepare(argv_in, mounts);
@@ -100,8 +100,7 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv_in, const std:
   // the reply channel is a socket: the judge also passes the case buffers' descriptors on it
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, reply_pipe) != 0) throw sys_error("socketpair");
   if (pipe2(err_pipe, O_CLOEXEC) != 0) throw sys_error("pipe");
-  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (log_fd < 0) throw sys_error("cannot open the student log " + log_path);
+  if (log_fd < 0) throw std::runtime_error("no log to start " + argv_in[0] + " with");
 
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -114,7 +113,6 @@ WorkerProcess::WorkerProcess(const std::vector<std::string>& argv_in, const std:
   pid_ = pid;
   close(in_pipe[0]);
   close(reply_pipe[1]);
-  close(log_fd);
   close(err_pipe[1]);
   to_child_ = in_pipe[1];
   from_child_ = reply_pipe[0];

@@ -1,5 +1,6 @@
 // Child processes of the judge: a worker in its own process group with a command pipe (its stdin),
-// a reply pipe (its fd 3) and its stdout/stderr appended to a log file; deadlines on every read;
+// a reply socket (its fd 3) and its stdout/stderr appended to a log the judge holds open; deadlines
+// on every read;
 // SIGKILL to the whole group on timeout and at the end.
 #pragma once
 
@@ -34,8 +35,9 @@ class WorkerProcess {
   /// Starts argv[0] (a path) with argv, inside `sandbox` (with `mounts`) when one is given; throws
   /// std::runtime_error (a harness fault) when it cannot be started (fork/exec/pipe failures, a
   /// binary that is not executable, a sandbox that cannot be entered).
-  WorkerProcess(const std::vector<std::string>& argv, const std::string& log_path,
-                const sandbox::Sandbox* sandbox = nullptr, const sandbox::Mounts& mounts = {});
+  /// `log_fd` (the caller's, left open) becomes its stdout and stderr.
+  WorkerProcess(const std::vector<std::string>& argv, int log_fd, const sandbox::Sandbox* sandbox = nullptr,
+                const sandbox::Mounts& mounts = {});
   ~WorkerProcess();  // kills the group and reaps
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;

@@ -140,16 +140,6 @@ json case_json(const Entry& e, const CaseResult& r, const std::string& backend) 
           {"sanitizer", r.sanitizer}};
 }
 
-std::string channel_base() {
-  if (const char* dir = std::getenv("SCANGRADE_CHANNEL_DIR"); dir && *dir) return dir;
-  struct statvfs fs {};
-  if (access("/dev/shm", W_OK | X_OK) == 0 && statvfs("/dev/shm", &fs) == 0 &&
-      static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) >= 8.0 * (1ull << 30))
-    return "/dev/shm";
-  const char* tmp = std::getenv("TMPDIR");
-  return tmp && *tmp ? tmp : "/tmp";
-}
-
 bool write_results(const std::string& path, const json& results) {
   const std::string text = results.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
   const std::string why = write_file_atomic(path, text.data(), text.size());
@@ -179,10 +169,10 @@ json environment_json(const Session* session, const std::string& compute_sanitiz
   return environment;
 }
 
-json student_output_json(const std::string& channel, std::size_t limit) {
+json student_output_json(const LogFile* student_log, std::size_t limit) {
   json student_output = {{"text", ""}, {"truncated", false}};
-  if (channel.empty()) return student_output;
-  const sandbox::CappedText log = sandbox::read_file_capped(channel + "/student.log", 0, limit / 2, limit - limit / 2);
+  if (student_log == nullptr) return student_output;
+  const sandbox::CappedText log = student_log->read_capped(limit / 2, limit - limit / 2);
   student_output["text"] = log.text;
   student_output["truncated"] = log.dropped > 0;
   return student_output;

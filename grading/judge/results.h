@@ -28,11 +28,6 @@ nlohmann::json load_build(const std::string& path);
 /// The build report (--build-json, or "ok" when none) and its failed slots; throws UsageError.
 Build read_build(const std::string& build_json);
 
-/// Where the channel folder goes: $SCANGRADE_CHANNEL_DIR; else /dev/shm when it is a writable
-/// memory file system with 8 GiB free (inputs and outputs of large cases, hundreds of MB each,
-/// never touch a disk); else $TMPDIR, else /tmp.
-std::string channel_base();
-
 /// Seconds per phase of the grading (results.phases).
 struct Phases {
   double correctness_s = 0;  // the functional runs, less the waits for the GPU lock
@@ -64,9 +59,9 @@ struct Graded {
 nlohmann::json case_json(const Entry& e, const CaseResult& r, const std::string& backend);
 /// results.environment: the worker's hello, this host, compute-sanitizer's version.
 nlohmann::json environment_json(const Session* session, const std::string& compute_sanitizer);
-/// results.student_output: the channel's student.log, at most `limit` bytes of it (its first and
-/// last halves, and a count of what was left out).
-nlohmann::json student_output_json(const std::string& channel, std::size_t limit);
+/// results.student_output: what the workers printed (the channel's student log; null: none ran), at
+/// most `limit` bytes of it (its first and last halves, and a count of what was left out).
+nlohmann::json student_output_json(const LogFile* student_log, std::size_t limit);
 nlohmann::json results_json(const Options& o, const Graded& g);
 /// Writes results.json atomically; false (and a message on stderr) when it cannot.
 bool write_results(const std::string& path, const nlohmann::json& results);

@@ -165,11 +165,10 @@ json sanitizer_pass(const Options& o, const std::string& compute_sanitizer, Sess
 
 Session::ToolProcess Session::start_tool(const std::string& tool, const std::string& compute_sanitizer) {
   ToolProcess t;
-  t.xml_path = dir_ + "/san-" + std::to_string(next_k_) + "-" + tool + ".xml";
-  t.log_from = file_size_or_zero(sanitizer_log_path_);
+  t.xml_name = "san-" + std::to_string(next_k_) + "-" + tool + ".xml";
+  t.log_from = channel_->sanitizer_log().size();
   t.process = start_worker({compute_sanitizer, "--tool", tool, "--error-exitcode", std::to_string(kSanitizerErrorExit),
-                            "--xml", "--save", t.xml_path, "--print-limit", "50", o_.worker, "--channel", dir_},
-                           sanitizer_log_path_);
+                            "--xml", "--save", channel_->io() + "/" + t.xml_name, "--print-limit", "50"});
   return t;
 }
 
@@ -207,18 +206,18 @@ ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry
     }
   }
   std::unique_ptr<WorkerProcess> w = std::move(started.process);
-  const std::string xml_path = started.xml_path;
+  const std::string xml_name = started.xml_name;
   std::optional<Hello> h;
   Status status;
   const std::string problem =
-      read_hello(*w, hello_deadline_s(true), sanitizer_log_path_, started.log_from, h, status);
+      read_hello(*w, hello_deadline_s(true), channel_->sanitizer_log(), started.log_from, h, status);
   if (!problem.empty()) return finish(problem);
   for (const Entry* e : cases) {
     const Command cmd = command(Mode::Check, *e);
     std::string why;
     try {
       const CaseInput in = make_case_input(*e);
-      why = write_file_atomic(input_path(dir_, cmd.k), in.data(), in.bytes(), kChannelFileMode);
+      why = channel_->write_io(input_name(cmd.k), in.data(), in.bytes());
     } catch (const std::exception& ex) {
       why = std::string("cannot make the input: ") + ex.what();
     }
@@ -237,29 +236,40 @@ ToolRun Session::run_tool(const std::string& tool, const std::vector<const Entry
       return finish(lock_problem);
     }
     start += Clock::now() - asked;
-    const Exchange x = exchange(*w, cmd, deadline, false, sanitizer_log_path_, [&gpu] { gpu.reset(); });
+    const Exchange x = exchange(*w, cmd, deadline, false, channel_->sanitizer_log(), [&gpu] { gpu.reset(); });
     gpu.reset();
-    std::remove(input_path(dir_, cmd.k).c_str());
-    std::remove(output_path(dir_, cmd.k).c_str());
+    channel_->remove_io(input_name(cmd.k));
     if (x.kind == Exchange::Timeout)
       return finish("case " + e->c.id + ": no reply within " + format_seconds(deadline) + " s under compute-sanitizer");
     if (x.kind != Exchange::Reply) break;  // the process ended: its report says why
   }
-  return finish_tool(tool, std::move(w), xml_path, start, run);
+  return finish_tool(tool, std::move(w), xml_name, start, run);
 }
 
-ToolRun Session::finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_path,
+ToolRun Session::finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_name,
                              Clock::time_point start, ToolRun run) {
   // compute-sanitizer writes its report when the program exits
   w->close_stdin();
   const auto exit = w->wait_exit(after(60.0 * o_.timeout_scale));
   const ExitInfo end = exit ? *exit : w->kill_group();
   w.reset();
-  const auto xml = read_file(xml_path);
+  // in io/, which student code may write: read as a plain file of this folder only, capped
+  std::string unreadable;
+  const auto xml = channel_->read_io(xml_name, kSanitizerReportCap, unreadable);
   const SanitizerReport report = xml ? parse_sanitizer_xml(*xml, tool) : SanitizerReport{};
-  std::remove(xml_path.c_str());
+  channel_->remove_io(xml_name);
   run.findings = report.findings;
   run.records = report.records;
+  if (!xml && unreadable != "no such file") {
+    // a link, a hard link, a device, a flood: the submission's process put it there (it runs as the
+    // only other writer of io/); a report the grader cannot trust cannot clear the case
+    run.findings.push_back({tool, "error", "", "", 0,
+                            kInterfered + std::string("compute-sanitizer's report ") + xml_name + " was replaced (" +
+                                unreadable + ")"});
+    run.records = 1;
+    run.cost_s = seconds_since(start);
+    return run;
+  }
   if (run.findings.empty() && !end.signaled && end.code == kSanitizerErrorExit) {
     run.findings.push_back({tool, "error", "", "", 0,
                             "compute-sanitizer " + tool + " reported errors (exit code " +

@@ -44,15 +44,16 @@ CaseData make_case_data(const Entry& e) {
   return d;
 }
 
-Session::Session(const Options& o, std::string channel, const sandbox::Sandbox* sandbox)
-    : o_(o), dir_(std::move(channel)), sandbox_(sandbox) {
-  log_path_ = dir_ + "/student.log";
-  sanitizer_log_path_ = dir_ + "/sanitizer.log";
-  mounts_.read_only.push_back(o_.worker);
-  if (!o_.compute_sanitizer.empty() && o_.compute_sanitizer.rfind("/usr/", 0) != 0)
-    if (const auto path = find_executable(o_.compute_sanitizer)) mounts_.read_only.push_back(*path);
-  mounts_.writable.push_back(dir_);
+Session::Session(const Options& o, std::unique_ptr<Channel> channel, const sandbox::Sandbox* sandbox)
+    : o_(o), channel_(std::move(channel)), dir_(channel_->dir()), log_(channel_->student_log()), sandbox_(sandbox) {
+  // A worker writes nothing but through its descriptors (the log, the reply socket) and the shared
+  // case buffers; compute-sanitizer also writes its report, in io/.
+  mounts_.read_only.push_back(channel_->worker());
   mounts_.gpu = o_.backend == "gpu";
+  tool_mounts_ = mounts_;
+  if (!o_.compute_sanitizer.empty() && o_.compute_sanitizer.rfind("/usr/", 0) != 0)
+    if (const auto path = find_executable(o_.compute_sanitizer)) tool_mounts_.read_only.push_back(*path);
+  tool_mounts_.writable.push_back(channel_->io());
 }
 
 Clock::duration Session::seconds(double s) {
@@ -137,16 +138,15 @@ void Session::harness_fault(CaseResult& r, const std::string& what) {
 
 void Session::garbled(CaseResult& r, const std::string& why) {
   r.status = Status::Crash;
-  r.message = "the worker's reply was incomplete or garbled (" + why + ")";
+  r.message = std::string(kInterfered) + "its process's reply was incomplete or garbled (" + why + ")";
   drop_worker();
 }
 
 void Session::from_exchange(const Exchange& x, CaseResult& r) {
-  r.status = x.kind == Exchange::Timeout   ? Status::Timeout
-             : x.kind == Exchange::Harness ? Status::InternalError
-                                           : Status::Crash;
+  // the worker's process is the submission's: whatever it says or fails to say is charged to the
+  // submission (a harness problem in it shows on the reference solution too, in the harness's tests)
+  r.status = x.kind == Exchange::Timeout ? Status::Timeout : Status::Crash;
   r.message = x.message;
-  if (x.kind == Exchange::Harness) errors_.push_back(x.message);
 }
 
 std::string death_hint(const ExitInfo& end, const std::string& output, std::size_t n) {
@@ -178,7 +178,7 @@ std::string death_hint(const ExitInfo& end, const std::string& output, std::size
   return "";
 }
 
-std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& log_path, std::uintmax_t log_from,
+std::string read_hello(WorkerProcess& w, double deadline_s, const LogFile& log, std::uintmax_t log_from,
                        std::optional<Hello>& hello, Status& status) {
   std::string line;
   const auto got = w.read_line(line, after(deadline_s));
@@ -193,7 +193,7 @@ std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& l
     const auto info = w.wait_exit(after(2.0));
     const ExitInfo end = info ? *info : w.kill_group();
     std::string msg = "the worker died while starting: " + end.describe();
-    const std::string tail = tail_lines(read_from(log_path, log_from), 10);
+    const std::string tail = tail_lines(log.read_from(log_from), 10);
     if (!tail.empty()) msg += "\n  last lines of the program's output:\n" + tail;
     return msg;
   }
@@ -214,9 +214,11 @@ std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& l
   return "";
 }
 
-std::unique_ptr<WorkerProcess> Session::start_worker(const std::vector<std::string>& argv,
-                                                     const std::string& log) const {
-  return std::make_unique<WorkerProcess>(argv, log, sandbox_, mounts_);
+std::unique_ptr<WorkerProcess> Session::start_worker(const std::vector<std::string>& tool) const {
+  std::vector<std::string> argv = tool;
+  for (const std::string& a : {channel_->worker(), std::string("--channel"), channel_->io()}) argv.push_back(a);
+  return std::make_unique<WorkerProcess>(argv, tool.empty() ? log_.fd() : channel_->sanitizer_log().fd(), sandbox_,
+                                         tool.empty() ? mounts_ : tool_mounts_);
 }
 
 bool Session::ensure_worker(CaseResult& r) {
@@ -234,9 +236,9 @@ bool Session::ensure_worker(CaseResult& r) {
     started = spares_.front().started;
     spares_.pop_front();
   } else {
-    log_from = file_size_or_zero(log_path_);
+    log_from = log_.size();
     try {
-      worker_ = start_worker({o_.worker, "--channel", dir_}, log_path_);
+      worker_ = start_worker();
     } catch (const std::exception& ex) {
       harness_fault(r, std::string("cannot start the worker: ") + ex.what());
       start_broken_ = r;
@@ -252,8 +254,7 @@ bool Session::ensure_worker(CaseResult& r) {
   }
   std::optional<Hello> h;
   Status status;
-  const std::string problem =
-      read_hello(*worker_, hello_deadline_s(false), log_path_, log_from, h, status);
+  std::string problem = read_hello(*worker_, hello_deadline_s(false), log_, log_from, h, status);
   if (problem.empty()) {
     hello_ = h;
     failed_starts_ = 0;
@@ -278,6 +279,13 @@ bool Session::ensure_worker(CaseResult& r) {
   }
   worker_.reset();
   spares_.clear();  // started the same way: they would fail the same way
+  if (status == Status::InternalError && (o_.backend != "gpu" || checker_)) {
+    // "no usable device" from the worker, where the emulated runtime always runs and the trusted
+    // checker has a CUDA context on the same GPU: said by (or because of) the submission's code
+    status = Status::Crash;
+    problem = std::string(kInterfered) + "its process said that " + problem.substr(problem.find(": ") + 2) +
+              ", but the grader's own process runs kernels here";
+  }
   r.status = status;
   r.message = problem;
   if (status == Status::InternalError) {
@@ -309,10 +317,10 @@ void Session::warm_spares() {
   const std::size_t want = std::min(kMaxSpares, static_cast<std::size_t>(lost_workers_));
   while (spares_.size() < want) {
     Spare spare;
-    spare.log_from = file_size_or_zero(log_path_);
+    spare.log_from = log_.size();
     spare.started = Clock::now();
     try {
-      spare.process = start_worker({o_.worker, "--channel", dir_}, log_path_);
+      spare.process = start_worker();
     } catch (const std::exception&) {
       return;  // ensure_worker reports it when it has to start one itself
     }
@@ -321,22 +329,22 @@ void Session::warm_spares() {
 }
 
 Exchange Session::exchange(WorkerProcess& w, const Command& cmd, double deadline_s, bool budget_capped,
-                           const std::string& log_path, const std::function<void()>& on_ran) {
+                           const LogFile& log, const std::function<void()>& on_ran) {
   const auto started = Clock::now();
-  Exchange x = exchange_once(w, cmd, deadline_s, budget_capped, log_path, on_ran);
+  Exchange x = exchange_once(w, cmd, deadline_s, budget_capped, log, on_ran);
   slot_spent_s_[cmd.c.slot] += seconds_since(started);
   if (x.kind == Exchange::Timeout && budget_capped) x.message = budget_message(cmd.c.slot);
   return x;
 }
 
 Exchange Session::exchange_once(WorkerProcess& w, const Command& cmd, double deadline_s, bool budget_capped,
-                                const std::string& log_path, const std::function<void()>& on_ran) {
+                                const LogFile& log, const std::function<void()>& on_ran) {
   Exchange x;
-  const std::uintmax_t log_from = file_size_or_zero(log_path);
+  const std::uintmax_t log_from = log.size();
   const auto died = [&](const ExitInfo& end) {
     x.kind = Exchange::Died;
     x.message = "worker died: " + end.describe();
-    const std::string output = read_from(log_path, log_from);
+    const std::string output = log.read_from(log_from);
     const std::string tail = tail_lines(output, 10);
     if (!tail.empty()) x.message += "\n  last lines of the program's output:\n" + tail;
     x.message += death_hint(end, output, cmd.c.n);
@@ -362,11 +370,11 @@ Exchange Session::exchange_once(WorkerProcess& w, const Command& cmd, double dea
       if (const auto info = w.wait_exit(after(2.0))) return died(*info);
       w.kill_group();
       x.kind = Exchange::Garbled;
-      x.message = "the worker's reply was incomplete or garbled (it closed its reply channel without exiting)";
+      x.message = std::string(kInterfered) + "its process closed the grader's reply channel without exiting";
       return x;
     }
     x.kind = Exchange::Garbled;
-    x.message = "the worker's reply was incomplete or garbled";
+    x.message = std::string(kInterfered) + "its process's reply was incomplete or garbled";
     if (got == WorkerProcess::Read::Overlong) return x;
     try {
       x.reply = json::parse(line);
@@ -399,7 +407,9 @@ Exchange Session::exchange_once(WorkerProcess& w, const Command& cmd, double dea
   }
   if (!harness_error.empty()) {
     x.kind = Exchange::Harness;
-    x.message = "the worker could not run the case: " + harness_error + " (harness fault: please report)";
+    x.message = "the grader's code in the submission's process could not run the case: " + harness_error +
+                " (that process is the submission's: its memory, its CUDA context and any function it replaces "
+                "are in play; the same harness passes its own tests with the reference solution)";
     return x;
   }
   x.kind = Exchange::Reply;

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "case_memory.h"
+#include "channel.h"
 #include "command_line.h"
 #include "gpu_lock.h"
 #include "messages.h"
@@ -99,8 +100,9 @@ inline constexpr double kBudgetBackstop = 1.5;
 
 class Session {
  public:
-  /// `sandbox` (may be null: no sandbox) contains every worker and compute-sanitizer run.
-  Session(const Options& o, std::string channel, const sandbox::Sandbox* sandbox = nullptr);
+  /// `sandbox` (may be null: no sandbox) contains every worker and compute-sanitizer run; the
+  /// session keeps `channel` (the logs) until it ends.
+  Session(const Options& o, std::unique_ptr<Channel> channel, const sandbox::Sandbox* sandbox = nullptr);
   ~Session() {
     worker_.reset();
     memory_.reset();
@@ -109,6 +111,10 @@ class Session {
 
   /// The first worker's hello (nullopt until a worker started).
   const std::optional<Hello>& hello() const { return hello_; }
+  /// What the workers printed (stdout and stderr), and the channel's note on the worker ("" or why a
+  /// copy of it runs).
+  const LogFile& student_log() const { return channel_->student_log(); }
+  const std::string& worker_note() const { return channel_->worker_note(); }
   std::vector<std::string>& errors() { return errors_; }
 
   /// The budget: each slot's share of `budget_s` in proportion to the deadlines of its cases in
@@ -179,13 +185,13 @@ class Session {
   /// One timed case's series: the checker's setup from `in`, the worker's calls, the verdict.
   void time_series(const Entry& e, const CachedInput& in, CaseResult& r, nlohmann::json& cache, bool& cache_changed);
   /// Ends a compute-sanitizer process and reads its report into `run`.
-  ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_path,
+  ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_name,
                       Clock::time_point start, ToolRun run);
   /// A compute-sanitizer process running `tool` over the worker, its report's path and the
   /// sanitizer log's size when it started. Throws std::runtime_error when it cannot start.
   struct ToolProcess {
     std::unique_ptr<WorkerProcess> process;
-    std::string xml_path;
+    std::string xml_name;  // in the channel's io/
     std::uintmax_t log_from = 0;
   };
   ToolProcess start_tool(const std::string& tool, const std::string& compute_sanitizer);
@@ -204,13 +210,15 @@ class Session {
 
   /// A live worker, or the verdict for the case that needed one.
   bool ensure_worker(CaseResult& r);
-  std::unique_ptr<WorkerProcess> start_worker(const std::vector<std::string>& argv, const std::string& log) const;
+  /// A worker, or `tool` (compute-sanitizer's argv before the program) running one: its output goes
+  /// to the sanitizer log and it may write the channel's io/ folder.
+  std::unique_ptr<WorkerProcess> start_worker(const std::vector<std::string>& tool = {}) const;
   /// Sends a command and waits for its reply (k and nonce checked, harness_error read).
   /// on_ran: called when the worker says the GPU part of the command is over ("stage": "ran").
   Exchange exchange_once(WorkerProcess& w, const Command& command, double deadline_s, bool budget_capped,
-                         const std::string& log_path, const std::function<void()>& on_ran = {});
+                         const LogFile& log, const std::function<void()>& on_ran = {});
   Exchange exchange(WorkerProcess& w, const Command& command, double deadline_s, bool budget_capped,
-                    const std::string& log_path, const std::function<void()>& on_ran = nullptr);
+                    const LogFile& log, const std::function<void()>& on_ran = nullptr);
   /// Kills the worker after a crash, a timeout, a garbled reply or a broken CUDA context.
   void drop_worker();
   /// Once workers are being lost, keeps up to kMaxSpares started ahead of need, so that the next
@@ -223,9 +231,12 @@ class Session {
   void from_exchange(const Exchange& x, CaseResult& r);
 
   const Options& o_;
-  std::string dir_, log_path_, sanitizer_log_path_;
+  std::unique_ptr<Channel> channel_;
+  const std::string dir_;  // the channel's folder (the judge's own)
+  LogFile& log_;           // the workers' stdout and stderr
   const sandbox::Sandbox* sandbox_ = nullptr;
-  sandbox::Mounts mounts_;  // the worker (and a compute-sanitizer outside /usr) read-only, the channel writable
+  sandbox::Mounts mounts_;       // a worker's: the worker read-only, nothing writable
+  sandbox::Mounts tool_mounts_;  // compute-sanitizer's: also the tool read-only (outside /usr), io/ writable
   std::unique_ptr<WorkerProcess> worker_;
   struct Spare {
     std::unique_ptr<WorkerProcess> process;
@@ -265,7 +276,7 @@ class Session {
 /// (deep recursion at tiny n), an abort (the failed assertion's text from `output`); "" for others.
 std::string death_hint(const ExitInfo& end, const std::string& output, std::size_t n);
 
-std::string read_hello(WorkerProcess& w, double deadline_s, const std::string& log_path, std::uintmax_t log_from,
+std::string read_hello(WorkerProcess& w, double deadline_s, const LogFile& log, std::uintmax_t log_from,
                        std::optional<Hello>& hello, Status& status);
 
 }  // namespace scangrade::grader

@@ -215,7 +215,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
     drop_worker();
     end_checker();
   };
-  if (const Exchange x = exchange(*worker_, begin, 60 * o_.timeout_scale, false, log_path_); x.kind != Exchange::Reply)
+  if (const Exchange x = exchange(*worker_, begin, 60 * o_.timeout_scale, false, log_); x.kind != Exchange::Reply)
     return failed(x);
 
   // one call (pair j, or -1: none) bounded by the judge's clock
@@ -225,7 +225,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
     bool capped = false;
     const double deadline = cut_at_budget(deadline_s, capped, e.c.slot);
     const auto t0 = Clock::now();
-    Exchange x = exchange(*worker_, c, deadline, capped, log_path_);
+    Exchange x = exchange(*worker_, c, deadline, capped, log_);
     wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (x.kind != Exchange::Reply) return x;
     try {
@@ -297,7 +297,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
                   "not timed";
       end_checker();
       Command end = command(Mode::TimeEnd, e);
-      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_path_);
+      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_);
       return;
     }
     if (i < kWarmup) continue;
@@ -306,7 +306,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
     judge_ms.push_back(std::max(0.0, wall - overhead_ms));
     if (enough(event_ms, seconds_since(series_start))) break;
   }
-  if (const Exchange x = exchange(*worker_, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, false, log_path_);
+  if (const Exchange x = exchange(*worker_, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, false, log_);
       x.kind != Exchange::Reply)
     drop_worker();
   end_checker();

@@ -28,18 +28,17 @@ inline constexpr int kReplyFd = 3;
 inline constexpr std::uint64_t kElementBytes = 4;
 /// Elements in each guard zone of an output file.
 inline constexpr std::uint64_t kGuardCount = kGuardElements;
-/// Inputs the judge writes into the channel: readable by the sandboxed worker's uid (the channel
-/// folder itself is 0700 and belongs to that uid).
-inline constexpr mode_t kChannelFileMode = 0644;
 /// The exit status compute-sanitizer is asked to use when it finds errors.
 inline constexpr int kSanitizerErrorExit = 86;
+/// The largest compute-sanitizer report the judge reads (it asks for at most 50 records).
+inline constexpr std::size_t kSanitizerReportCap = 16u << 20;
+/// How a verdict that the submission's process caused by meddling with the grader begins.
+inline constexpr const char* kInterfered = "the submission interfered with the grader: ";
 
-inline std::string input_path(const std::string& dir, std::uint64_t k) {
-  return dir + "/in-" + std::to_string(k) + ".bin";
-}
-inline std::string output_path(const std::string& dir, std::uint64_t k) {
-  return dir + "/out-" + std::to_string(k) + ".bin";
-}
+/// The input of command k of a compute-sanitizer run, in the channel's io/ folder (the judge writes
+/// it there, the worker reads it from its --channel folder).
+inline std::string input_name(std::uint64_t k) { return "in-" + std::to_string(k) + ".bin"; }
+inline std::string input_path(const std::string& dir, std::uint64_t k) { return dir + "/" + input_name(k); }
 /// Size of DIR/out-K.bin for n elements.
 inline std::uint64_t output_bytes(std::uint64_t n) { return (2 * n + 2 * kGuardCount) * kElementBytes; }
 

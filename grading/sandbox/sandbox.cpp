@@ -499,9 +499,7 @@ CappedText read_capped(int fd, std::size_t head, std::size_t tail_max) {
   return reader.done();
 }
 
-CappedText read_file_capped(const std::string& path, std::uint64_t from, std::size_t head, std::size_t tail_max) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
+CappedText read_fd_capped(int fd, std::uint64_t from, std::size_t head, std::size_t tail_max) {
   struct stat st {};
   if (fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > from + head + tail_max) {
     // a flood: read the head, skip to the tail (the file may still grow; what was written counts)
@@ -509,7 +507,6 @@ CappedText read_file_capped(const std::string& path, std::uint64_t from, std::si
     const ssize_t hr = pread(fd, h.data(), head, static_cast<off_t>(from));
     const std::uint64_t tail_at = static_cast<std::uint64_t>(st.st_size) - tail_max;
     const ssize_t tr = pread(fd, t.data(), tail_max, static_cast<off_t>(tail_at));
-    ::close(fd);
     h.resize(hr > 0 ? static_cast<std::size_t>(hr) : 0);
     t.resize(tr > 0 ? static_cast<std::size_t>(tr) : 0);
     CappedReader reader(head, tail_max);
@@ -520,8 +517,25 @@ CappedText read_file_capped(const std::string& path, std::uint64_t from, std::si
     text.text += "\n[... " + std::to_string(text.dropped) + " bytes left out ...]\n" + t;
     return text;
   }
-  if (from > 0) lseek(fd, static_cast<off_t>(from), SEEK_SET);
-  CappedText out = read_capped(fd, head, tail_max);
+  // positioned reads: the descriptor's own offset is left alone (an O_APPEND log goes on growing),
+  // up to the size it had: a writer still running cannot keep this loop going
+  CappedReader reader(head, tail_max);
+  char buf[1 << 16];
+  const std::uint64_t end = static_cast<std::uint64_t>(st.st_size);
+  for (std::uint64_t at = from; at < end;) {
+    const ssize_t r = pread(fd, buf, std::min<std::uint64_t>(sizeof buf, end - at), static_cast<off_t>(at));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    reader.add(buf, static_cast<std::size_t>(r));
+    at += static_cast<std::uint64_t>(r);
+  }
+  return reader.done();
+}
+
+CappedText read_file_capped(const std::string& path, std::uint64_t from, std::size_t head, std::size_t tail_max) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  CappedText out = read_fd_capped(fd, from, head, tail_max);
   ::close(fd);
   return out;
 }

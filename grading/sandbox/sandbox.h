@@ -174,7 +174,9 @@ class CappedReader {
   std::string tail_;
 };
 CappedText read_capped(int fd, std::size_t head, std::size_t tail);
-/// The same over a file from byte `from` on (a log the student's process wrote).
+/// The same over a file from byte `from` on (a log the student's process wrote), by descriptor
+/// (positioned reads: the descriptor's offset does not move) or by path.
+CappedText read_fd_capped(int fd, std::uint64_t from, std::size_t head, std::size_t tail);
 CappedText read_file_capped(const std::string& path, std::uint64_t from, std::size_t head, std::size_t tail);
 
 }  // namespace scangrade::sandbox

@@ -18,6 +18,10 @@
 //   no_hello         never says hello (sleeps forever)
 //   exit_early[=K]   exits with status 0 without replying (on command K, or right after hello)
 //
+// --relink-log TARGET / --hardlink-log TARGET: before its hello, replaces the file its stdout goes to
+// (found through /proc/self/fd/1) by a symbolic / hard link to TARGET and prints what happened, then
+// behaves as its mode says (a worker that tries to make the judge write or read another file).
+//
 // Commands are numbered by the judge (k = 1, 2, ...). Options: --pid-dir DIR writes DIR/<pid>;
 // --dump-dir DIR copies every input file there as DIR/in-K.bin; --probe-lock FILE appends to
 // FILE.probe, per command, "<mode> <k> <held>" where held is how the judge holds the GPU lock FILE
@@ -116,7 +120,7 @@ std::string lock_state(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir, pid_dir, dump_dir, probe_lock;
+  std::string dir, pid_dir, dump_dir, probe_lock, relink_log, hardlink_log;
   Misbehaviour mode;
   double ratio = 1.0;
   bool stage = false;
@@ -128,6 +132,8 @@ int main(int argc, char** argv) {
     else if (a == "--dump-dir") dump_dir = next();
     else if (a == "--probe-lock") probe_lock = next();
     else if (a == "--stage") stage = true;
+    else if (a == "--relink-log") relink_log = next();
+    else if (a == "--hardlink-log") hardlink_log = next();
     else if (a == "--ratio") ratio = std::stod(next());
     else if (a == "--mode") {
       const std::string m = next();
@@ -142,6 +148,16 @@ int main(int argc, char** argv) {
   if (!pid_dir.empty()) {
     const std::string pid = std::to_string(getpid());
     write_file_atomic(pid_dir + "/" + pid, pid.data(), pid.size());
+  }
+  if (!relink_log.empty() || !hardlink_log.empty()) {
+    char log[4096] = {};
+    const ssize_t len = readlink("/proc/self/fd/1", log, sizeof log - 1);
+    const bool hard = relink_log.empty();
+    const std::string target = hard ? hardlink_log : relink_log;
+    const bool done = len > 0 && unlink(log) == 0 &&
+                      (hard ? link(target.c_str(), log) : symlink(target.c_str(), log)) == 0;
+    std::printf("relink of %s to %s: %s\n", len > 0 ? log : "?", target.c_str(), done ? "done" : std::strerror(errno));
+    std::fflush(stdout);
   }
   if (mode.name == "no_hello") sleep_forever();
   if (mode.name == "garbage_stdout") {

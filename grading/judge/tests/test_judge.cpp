@@ -439,4 +439,72 @@ TEST_F(Judge, SandboxAutoWithoutBubblewrapSaysSoAndStillGrades) {
   EXPECT_EQ(r.code, 0) << r.err;
 }
 
+// --- nothing a worker can write is opened by name -------------------------------------------------
+
+TEST_F(Judge, TheStudentLogIsNeverReopenedByItsName) {
+  // The worker replaces the file its stdout goes to by a link: to a path that does not exist (the
+  // judge, root in a grading container, must not create it), to a file holding a secret (the judge
+  // must not read it into the results), and by a hard link to that file. The judge reads the log
+  // through the descriptor it created, so neither happens, whatever the sandbox.
+  const std::string secret = dir_ + "/secret.txt";
+  write_text(secret, "TOPSECRET-8c1f\n");
+  setenv("SCANGRADE_CHANNEL_DIR", dir_.c_str(), 1);  // one file system: a hard link can be made
+  struct Attack {
+    std::string mode, flag, target;
+  };
+  // crash_on=2: a second worker starts after the link is in place (the log used to be opened then)
+  for (const Attack& a : {Attack{"crash_on=2", "--relink-log", dir_ + "/made-by-the-judge"},
+                          Attack{"garbage_stdout", "--relink-log", secret},
+                          Attack{"garbage_stdout", "--hardlink-log", secret}}) {
+    SCOPED_TRACE(a.mode + " " + a.flag + " " + a.target);
+    const Result r = judge(worker("--mode " + a.mode + " " + a.flag + " " + quote(a.target)), "");
+    ASSERT_TRUE(r.written) << r.err;
+    if (a.mode == "crash_on=2") {
+      expect_others_pass(r.results, {"bl.float32.n100"});
+      EXPECT_FALSE(fs::exists(dir_ + "/made-by-the-judge"));
+      continue;
+    }
+    EXPECT_EQ(r.code, 0) << r.err;
+    expect_others_pass(r.results, {});
+    const std::string output = r.results["student_output"]["text"];
+    EXPECT_TRUE(contains(output, ": done")) << output;  // the attack itself worked (no sandbox here)
+    EXPECT_TRUE(contains(output, "PASS all cases")) << output;  // printed after it: still read
+    EXPECT_FALSE(contains(r.results.dump(), "TOPSECRET")) << output;
+    EXPECT_FALSE(fs::exists(dir_ + "/made-by-the-judge"));
+    EXPECT_EQ(read_file(secret).value_or(""), "TOPSECRET-8c1f\n");
+  }
+  unsetenv("SCANGRADE_CHANNEL_DIR");
+  expect_no_process_left();
+}
+
+TEST_F(Judge, ASanitizerReportReplacedByALinkIsInterferenceNotAPass) {
+  const std::string secret = dir_ + "/secret.xml";
+  write_text(secret, "<ComputeSanitizerOutput>TOPSECRET-5b2e</ComputeSanitizerOutput>\n");
+  const std::string sanitizer = fake_sanitizer("\"$@\"\nln -sf " + quote(secret) + " \"$save\"\nexit 0\n");
+  const Result r = judge(worker("--mode ok"), "--compute-sanitizer " + quote(sanitizer), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  const json& c = case_of(r.results, "sp.float32.n3000.real");
+  EXPECT_EQ(c["status"], "race") << c["message"];
+  EXPECT_TRUE(contains(c["message"], "interfered with the grader")) << c["message"];
+  EXPECT_TRUE(contains(c["message"], "symbolic link")) << c["message"];
+  EXPECT_FALSE(contains(r.results.dump(), "TOPSECRET"));
+}
+
+TEST_F(Judge, AWorkerInAFolderOnlyTheGraderMayEnterStillRunsWithoutBubblewrap) {
+  // dir_ is a mkdtemp folder (0700): the uid the judge drops to without bubblewrap cannot enter it
+  if (geteuid() != 0) GTEST_SKIP() << "only root drops to another uid";
+  const std::string closed = dir_ + "/closed";
+  fs::create_directory(closed);
+  chmod(closed.c_str(), 0700);
+  const std::string copy = closed + "/worker";
+  fs::copy_file(kFake, copy);
+  const Result r = judge(copy, "--sandbox auto --bwrap /nonexistent/bwrap");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_others_pass(r.results, {});
+  EXPECT_TRUE(contains(r.results["isolation"]["notes"].dump(), "runs from a copy")) << r.results["isolation"].dump();
+}
+
 }  // namespace scangrade::grader
