@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -57,10 +58,12 @@ std::vector<Part> output_parts(RunRecord<T>& run) {
 }
 
 /// Writes the parts, in order, to `path` through a temporary name and a rename (readers never see
-/// half a file). Returns "" or what went wrong.
+/// half a file). The temporary file is new (O_EXCL, no link followed, named after this process and
+/// a counter): nothing already at a name can redirect the write. Returns "" or what went wrong.
 inline std::string write_parts_atomic(const std::string& path, const std::vector<Part>& parts, mode_t mode = 0600) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
   if (mode != 0600) (void)!::fchmod(fd, mode);  // whatever the umask
   for (const Part& part : parts) {
@@ -72,14 +75,18 @@ inline std::string write_parts_atomic(const std::string& path, const std::vector
       if (w <= 0) {
         const std::string why = std::strerror(errno);
         ::close(fd);
+        ::unlink(tmp.c_str());
         return "cannot write " + tmp + ": " + why;
       }
       p += w;
       left -= static_cast<std::size_t>(w);
     }
   }
-  if (::close(fd) != 0) return "cannot close " + tmp + ": " + std::strerror(errno);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return "cannot rename " + tmp + ": " + std::strerror(errno);
+  if (::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return "cannot write " + path + " through " + tmp + ": " + why;
+  }
   return "";
 }
 
