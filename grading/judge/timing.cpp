@@ -76,16 +76,22 @@ std::string format(const char* fmt, double a) {
 enum class Clocked { Events, Host, Judge };
 
 /// The timing object's `method`: the method of timing_method.h, with this run's numbers.
-std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked clocked, double overhead_ms) {
+std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked clocked, double overhead_ms,
+                        bool fresh_input) {
   using namespace timing;
   std::string method =
       "median of " + std::to_string(reps) + " repetitions of the slot call, after " + std::to_string(kWarmup) +
-      " warm-up calls; before every call the trusted checker process restored the input from a pristine device "
-      "copy, poisoned the output (calls alternate between two input/output address pairs that the checker owns) "
+      " warm-up calls; before every call the trusted checker process " +
+      (fresh_input ? std::string("wrote new input values of the case's kind, drawn on the device from a seed only "
+                                 "it knows (a new one from the OS for every call), made that input's acceptance "
+                                 "band,")
+                   : std::string("restored the case's input from a pristine device copy (its values kind has no "
+                                 "values to draw),")) +
+      " poisoned the output (calls alternate between two input/output address pairs that the checker owns) "
       "and flushed the L2 cache with a cudaMemsetAsync over 2x L2 (" +
       format("%.0f", static_cast<double>(flush_bytes) / (1 << 20)) +
-      " MiB), and after every call it checked the whole output on the device against the case's acceptance band "
-      "before the call's time counted; stopped at >= " + std::to_string(kMinReps) + " repetitions once "
+      " MiB), and after every call it checked the whole output on the device against " +
+      std::string(fresh_input ? "that call's" : "the case's") + " acceptance band before the call's time counted; stopped at >= " + std::to_string(kMinReps) + " repetitions once "
       "(p75-p25)/median <= " + format("%.2f", kMaxSpread) + ", or at " + std::to_string(kMaxReps) +
       " repetitions, or after " + format("%.0f", kBudgetSeconds) + " s; ";
   switch (clocked) {
@@ -178,6 +184,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
                                {"slot", std::string(name(e.c.slot))},
                                {"dtype", std::string(name(e.c.dtype))},
                                {"kind", std::string(name(e.c.kind))},
+                               {"values", std::string(name(e.c.values))},
                                {"n", n},
                                {"offset", in.offset},
                                {"baselines", !cached.has_value()}},
@@ -200,6 +207,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   }
   const Baselines used = cached ? *cached : setup.at("baselines").get<Baselines>();
   const std::size_t flush_bytes = setup.value("flush_bytes", std::size_t{0});
+  const bool fresh_input = setup.value("fresh_input", false);
 
   // the worker maps the four buffers
   Command begin = command(Mode::TimeBegin, e);
@@ -292,9 +300,10 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
       r.message = "the case passed, but a timed call did not compute its result: call " + std::to_string(i + 1) + " (" +
                   std::to_string(std::min(i, kWarmup)) + " warm-up and " + std::to_string(std::max(0, i - kWarmup)) +
                   " timed calls before it) left element " + std::to_string(verified["outside"].get<std::uint64_t>()) +
-                  " outside the checked result. Results must be computed on every call: the timed calls get fresh, "
-                  "poisoned output buffers at alternating addresses, and a slot that returns a remembered result is "
-                  "not timed";
+                  " outside the checked result. Results must be computed on every call: the timed calls get " +
+                  std::string(fresh_input ? "new input values, " : "") +
+                  "fresh, poisoned output buffers at alternating addresses, and a slot that returns a remembered "
+                  "result is not timed";
       end_checker();
       Command end = command(Mode::TimeEnd, e);
       exchange(*worker_, end, 30 * o_.timeout_scale, false, log_path_);
@@ -337,7 +346,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   t.cub_ms = used.cub_ms;
   t.ratio_to_reference = mine.median_ms > 0 ? used.reference_ms / mine.median_ms : 0.0;
   t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
-  t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms);
+  t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms, fresh_input);
   r.timing = t;
   // baselines measured now go to the cache (only positive numbers)
   if (cache.is_object() && !cached && used.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {

@@ -11,6 +11,9 @@
 //   crash_large=SLOT dies of SIGSEGV on every check of that slot with n > 2048
 //   stale_timed      timed calls write nothing (a slot that caches results)
 //   lying_times      timed calls take 20 ms but report 0.001 ms (a process that forges its clock)
+//   caches_sampled_input  timed calls keep a result cache keyed on n and 32 sampled input elements:
+//                    a hit copies the remembered output at once (reports 0.001 ms), a miss computes
+//                    it in 20 ms (reports 20 ms); a hit prints "result cache hit" on stderr
 //   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
 //   bad_stage[=K]    sends a stage line other than "ran" before its reply (on command K, or every)
 //   short_output[=K] leaves the last output element unwritten (poisoned)
@@ -35,6 +38,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -152,6 +156,7 @@ int main(int argc, char** argv) {
   if (mode.name == "exit_early" && mode.k < 0) return 0;
 
   std::unique_ptr<Mapped> timed;         // time_begin .. time_end
+  std::map<std::string, std::vector<char>> result_cache;  // caches_sampled_input
   std::unique_ptr<Mapped> kept_buffers;  // the last shared check's (Command::kept)
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -213,6 +218,26 @@ int main(int argc, char** argv) {
     } else if (cmd.mode == Mode::TimeCall) {
       TimeCallReply r{header};
       if (cmd.call >= 0 && timed) {
+        if (mode.name == "caches_sampled_input") {
+          const char* in = timed->at[cmd.call];
+          char* out = timed->at[2 + cmd.call];
+          std::string key = std::to_string(n) + ":";
+          for (std::uint64_t s = 0; s < 32 && n > 0; ++s) key.append(in + (s * n / 32) * 4, 4);
+          const auto hit = result_cache.find(key);
+          if (hit != result_cache.end()) {
+            std::memcpy(out, hit->second.data(), n * 4);
+            r.event_ms = r.host_ms = 0.001;
+            std::fprintf(stderr, "fake worker: result cache hit\n");
+            std::fflush(stderr);
+          } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            scan(in, out);
+            result_cache[key].assign(out, out + n * 4);
+            r.event_ms = r.host_ms = 20.0;
+          }
+          write_line(kReplyFd, encode(r));
+          continue;
+        }
         if (mode.name != "stale_timed") scan(timed->at[cmd.call], timed->at[2 + cmd.call]);
         r.event_ms = r.host_ms = 1.0 / ratio;
         if (mode.name == "lying_times") {

@@ -66,6 +66,39 @@ TEST_F(Judge, ATimedCallThatDidNotComputeItsResultFailsTheCase) {
   expect_others_pass(r.results, {"hier.int32.n5000.excl", "sp.float32.n3000.real"});
 }
 
+TEST_F(Judge, TimedCallsGetFreshInputSoACacheKeyedOnTheInputNeverHits) {
+  // the worker remembers each result under n and 32 sampled input elements: a hit takes 0.001 ms, a
+  // miss 20 ms. Every timed call gets new input values (the checker's own seed), so every call misses
+  const Result r = judge(worker("--mode caches_sampled_input"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  for (const char* id : {"hier.int32.n5000.excl", "sp.float32.n3000.real"}) {  // random and real values
+    const json& c = case_of(r.results, id);
+    EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+    ASSERT_TRUE(c["timing"].is_object()) << id;
+    EXPECT_GE(c["timing"]["min_ms"].get<double>(), 15.0) << id;  // no call was a cache hit
+    EXPECT_TRUE(contains(c["timing"]["method"], "new input values")) << c["timing"]["method"];
+  }
+  EXPECT_LT(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 1e-9);  // 20x slower than 1 ms
+  EXPECT_FALSE(contains(r.results["student_output"]["text"], "result cache hit"));
+}
+
+TEST_F(Judge, WithThePristineInputRestoredTheSampledInputCacheHits) {
+  // the same worker against a checker that restores the case's input before every timed call (the
+  // method before fresh inputs): the cache hits and the slot times 1000x the reference. This is what
+  // the test above rules out.
+  const std::string checker = dir_ + "/pristine-checker.sh";
+  write_text(checker, "#!/bin/sh\nexec " + quote(kFakeChecker) + " --pristine-timing \"$@\"\n");
+  chmod(checker.c_str(), 0755);
+  const Result r = judge(worker("--mode caches_sampled_input"), "--sanitizer off --checker " + quote(checker), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  const json& c = case_of(r.results, "hier.int32.n5000.excl");
+  ASSERT_TRUE(c["timing"].is_object()) << c["message"];
+  EXPECT_TRUE(contains(r.results["student_output"]["text"], "result cache hit"));
+  EXPECT_LT(c["timing"]["min_ms"].get<double>(), 15.0);  // a hit copies 20 KB; a miss sleeps 20 ms
+  EXPECT_FALSE(contains(c["timing"]["method"], "new input values")) << c["timing"]["method"];
+}
+
 TEST_F(Judge, TimesBelowTheJudgesClockAreReplacedByIt) {
   // the worker's process reports 1 us for calls the judge sees take 20 ms
   const Result r = judge(worker("--mode lying_times"), "--sanitizer off", "gpu");
