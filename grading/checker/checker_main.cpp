@@ -110,6 +110,7 @@ struct TimedCase {
   bool f32 = false, fresh = false;
   ValueKind values = ValueKind::Random;
   ScanKind kind = ScanKind::Inclusive;
+  std::unique_ptr<ReferenceCalls> reference;  // paired with the student's calls (after pristine: freed first)
   cudaStream_t stream = nullptr;
   ~TimedCase() {
     for (auto& m : in) vmm::release(m);
@@ -168,6 +169,7 @@ class Checker {
     if (op == "time_setup") return time_setup(msg, take_one(fds), out_fds);
     if (op == "prime") return prime(msg.at("j").get<int>());
     if (op == "verify") return verify(msg.at("j").get<int>());
+    if (op == "reference_call") return reference_call();
     if (op == "time_end") {
       timed_.reset();
       return {{"ok", true}};
@@ -310,6 +312,11 @@ class Checker {
       out_fds.push_back(fd);
       sizes.push_back(m->size);
     }
+    if (msg.value("paired_reference", false)) {
+      const Slot slot = *parse_slot(msg.at("slot").get<std::string>());
+      t->reference = t->f32 ? ReferenceCalls::make<float>(slot, kind, t->pristine->as<float>(), t->n)
+                            : ReferenceCalls::make<std::int32_t>(slot, kind, t->pristine->as<std::int32_t>(), t->n);
+    }
     json baselines = nullptr;
     if (msg.value("baselines", false)) {
       const Slot slot = *parse_slot(msg.at("slot").get<std::string>());
@@ -367,6 +374,12 @@ class Checker {
     cuda(cudaMemsetAsync(t.flush->get(), ++flushes_ & 0xff, l2_flush_bytes(), t.stream), "flushing L2");
     cuda(cudaStreamSynchronize(t.stream), "preparing a timed call");
     return {{"ok", true}};
+  }
+
+  /// One call of the reference (bench.h: ReferenceCalls), paired with the student's last call.
+  json reference_call() {
+    if (!timed_ || !timed_->reference) throw std::runtime_error("no timed case with a paired reference");
+    return {{"ok", true}, {"ms", timed_->reference->next_ms()}};
   }
 
   /// The first element of pair j's output outside the band, or null.

@@ -91,9 +91,13 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
       "and flushed the L2 cache with a cudaMemsetAsync over 2x L2 (" +
       format("%.0f", static_cast<double>(flush_bytes) / (1 << 20)) +
       " MiB), and after every call it checked the whole output on the device against " +
-      std::string(fresh_input ? "that call's" : "the case's") + " acceptance band before the call's time counted; stopped at >= " + std::to_string(kMinReps) + " repetitions once "
-      "(p75-p25)/median <= " + format("%.2f", kMaxSpread) + ", or at " + std::to_string(kMaxReps) +
-      " repetitions, or after " + format("%.0f", kBudgetSeconds) + " s; ";
+      std::string(fresh_input ? "that call's" : "the case's") +
+      " acceptance band before the call's time counted; every timed call was followed by one call of the slot's "
+      "reference in the checker process, prepared the same way (its input restored, its output poisoned, L2 "
+      "flushed), and the ratio to the reference is the median of these pairs' ratios; stopped at >= " +
+      std::to_string(kMinReps) + " pairs once the 95% interval of that median (order statistics) was within +-" +
+      format("%.0f", 100 * kRatioHalfWidth) + "% of it, or at " + std::to_string(kMaxReps) + " pairs, or after " +
+      format("%.0f", kPairedBudgetSeconds) + " s; ";
   switch (clocked) {
     case Clocked::Events:
       method += "each call timed with CUDA events around it on its stream (the judge's own clock around every call "
@@ -109,7 +113,7 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
                 format("%.3f", overhead_ms) + " ms)";
       break;
   }
-  method += "; the reference, CUB and a device-to-device copy were timed the same way in the checker process ";
+  method += "; CUB and a device-to-device copy were timed the same way in the checker process ";
   method += cached ? "on this GPU earlier in the same batch, with the GPU to themselves (the batch's baseline cache)"
                    : "right before the student's calls";
   return method;
@@ -187,7 +191,8 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
                                {"values", std::string(name(e.c.values))},
                                {"n", n},
                                {"offset", in.offset},
-                               {"baselines", !cached.has_value()}},
+                               {"baselines", !cached.has_value()},
+                               {"paired_reference", true}},
                               {in.fd}, &fds);
   } catch (const std::exception& ex) {
     return errors_.push_back("cannot time " + e.c.id + ": " + ex.what());
@@ -269,7 +274,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   }
   const double overhead_ms = quantile(empty_ms, 0.5);
 
-  std::vector<double> event_ms, host_ms, judge_ms;
+  std::vector<double> event_ms, host_ms, judge_ms, reference_ms, event_ratios;
   const auto series_start = Clock::now();
   for (int i = 0;; ++i) {
     const int j = i % 2;
@@ -310,10 +315,27 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
       return;
     }
     if (i < kWarmup) continue;
+    // the paired reference call (the checker made its own warm-up calls at time_setup)
+    json paired;
+    try {
+      paired = checker_->request({{"op", "reference_call"}}, {});
+    } catch (const std::exception& ex) {
+      paired = {{"error", ex.what()}};
+    }
+    if (paired.contains("error") || !paired.contains("ms") || !paired["ms"].is_number()) {
+      errors_.push_back("cannot time " + e.c.id + ": the checker's reference call: " +
+                        paired.value("error", std::string("no time")));
+      end_checker();
+      Command end = command(Mode::TimeEnd, e);
+      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_path_);
+      return;
+    }
     event_ms.push_back(reply.event_ms);
     host_ms.push_back(reply.host_ms);
     judge_ms.push_back(std::max(0.0, wall - overhead_ms));
-    if (enough(event_ms, seconds_since(series_start))) break;
+    reference_ms.push_back(paired["ms"].get<double>());
+    event_ratios.push_back(reply.event_ms > 0 ? reference_ms.back() / reply.event_ms : 0.0);
+    if (ratio_known(event_ratios, seconds_since(series_start))) break;
   }
   if (const Exchange x = exchange(*worker_, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, false, log_path_);
       x.kind != Exchange::Reply)
@@ -329,7 +351,13 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   // below 70% of the judge's clock, less 100 us of slack: not what happened (an honest call's
   // reported time is the judge's minus launch and synchronization costs)
   if (reported < 0.7 * judge_median - 0.100) clocked = Clocked::Judge;
-  const Stats mine = summarize(clocked == Clocked::Events ? event_ms : clocked == Clocked::Host ? host_ms : judge_ms);
+  const std::vector<double>& chosen = clocked == Clocked::Events ? event_ms : clocked == Clocked::Host ? host_ms : judge_ms;
+  const Stats mine = summarize(chosen);
+  // the ratio: the median of the paired ratios, with its 95% interval
+  std::vector<double> ratios;
+  for (std::size_t k = 0; k < chosen.size(); ++k) ratios.push_back(chosen[k] > 0 ? reference_ms[k] / chosen[k] : 0.0);
+  const double ratio = quantile(ratios, 0.5);
+  const auto [ratio_lo, ratio_hi] = median_interval(ratios);
 
   // bytes read + written over milliseconds: GB/s = bytes / (ms * 1e6)
   const auto gbps = [bytes](double ms) { return ms > 0 ? 2.0 * static_cast<double>(bytes) / (ms * 1e6) : 0.0; };
@@ -342,9 +370,10 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   t.gbps = gbps(mine.median_ms);
   t.copy_gbps = gbps(used.copy_ms);
   t.fraction_of_copy = t.copy_gbps > 0 ? t.gbps / t.copy_gbps : 0.0;
-  t.reference_ms = used.reference_ms;
+  t.reference_ms = quantile(reference_ms, 0.5);
   t.cub_ms = used.cub_ms;
-  t.ratio_to_reference = mine.median_ms > 0 ? used.reference_ms / mine.median_ms : 0.0;
+  t.ratio_to_reference = ratio;
+  t.ratio_interval = std::make_pair(ratio_lo, ratio_hi);
   t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
   t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms, fresh_input);
   r.timing = t;

@@ -219,6 +219,8 @@ int main(int argc, char** argv) {
       const bool ok = f32 ? inside<float>(pairs[2 + j]->data, lo.data(), hi.data(), n, at)
                           : inside<std::int32_t>(pairs[2 + j]->data, lo.data(), hi.data(), n, at);
       reply["outside"] = ok ? json(nullptr) : json(at);
+    } else if (op == "reference_call") {
+      reply["ms"] = reference_ms;
     } else if (op == "time_end") {
       for (auto& p : pairs) p.reset();
     } else {

@@ -11,6 +11,8 @@
 //   crash_large=SLOT dies of SIGSEGV on every check of that slot with n > 2048
 //   stale_timed      timed calls write nothing (a slot that caches results)
 //   lying_times      timed calls take 20 ms but report 0.001 ms (a process that forges its clock)
+//   finishes_after_return  timed calls return at once and write their output later, when the next
+//                    command arrives (work left running after the call returned)
 //   caches_sampled_input  timed calls keep a result cache keyed on n and 32 sampled input elements:
 //                    a hit copies the remembered output at once (reports 0.001 ms), a miss computes
 //                    it in 20 ms (reports 20 ms); a hit prints "result cache hit" on stderr
@@ -157,6 +159,7 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Mapped> timed;         // time_begin .. time_end
   std::map<std::string, std::vector<char>> result_cache;  // caches_sampled_input
+  int late_pair = -1;                                      // finishes_after_return: the call not yet written
   std::unique_ptr<Mapped> kept_buffers;  // the last shared check's (Command::kept)
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -209,6 +212,10 @@ int main(int argc, char** argv) {
       if (f32) scan_into<float>(in, out, n, inclusive);
       else scan_into<std::int32_t>(in, out, n, inclusive);
     };
+    if (late_pair >= 0 && timed) {  // the work the last timed call left running ends now
+      scan(timed->at[late_pair], timed->at[2 + late_pair]);
+      late_pair = -1;
+    }
     if (cmd.mode == Mode::TimeBegin) {
       timed = std::make_unique<Mapped>(kReplyFd, cmd);
       write_line(kReplyFd, encode(header));
@@ -238,7 +245,8 @@ int main(int argc, char** argv) {
           write_line(kReplyFd, encode(r));
           continue;
         }
-        if (mode.name != "stale_timed") scan(timed->at[cmd.call], timed->at[2 + cmd.call]);
+        if (mode.name == "finishes_after_return") late_pair = cmd.call;
+        else if (mode.name != "stale_timed") scan(timed->at[cmd.call], timed->at[2 + cmd.call]);
         r.event_ms = r.host_ms = 1.0 / ratio;
         if (mode.name == "lying_times") {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));

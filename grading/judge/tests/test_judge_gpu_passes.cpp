@@ -14,6 +14,8 @@ TEST_F(Judge, GpuBackendTimesPerfCasesAndScoresPerformance) {
   const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
   ASSERT_TRUE(t.is_object());
   EXPECT_EQ(t["ratio_to_reference"], 0.625);
+  EXPECT_EQ(t["ratio_interval"], json::array({0.625, 0.625}));  // constant pairs: a point
+  EXPECT_TRUE(contains(t["method"], "median of these pairs' ratios")) << t["method"];
   EXPECT_TRUE(case_of(r.results, "hs.int32.n10")["timing"].is_null());  // not a perf case
   EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio"].get<double>(), 0.625);
   EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 2.0);
@@ -64,6 +66,21 @@ TEST_F(Judge, ATimedCallThatDidNotComputeItsResultFailsTheCase) {
   }
   EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_points"], 0);
   expect_others_pass(r.results, {"hier.int32.n5000.excl", "sp.float32.n3000.real"});
+}
+
+TEST_F(Judge, WorkLeftRunningAfterATimedCallReturnsFailsTheCase) {
+  // the worker's timed calls return at once and write their output only when the next command
+  // arrives: the checker verifies each call's output before the next command, so it finds the poison
+  const Result r = judge(worker("--mode finishes_after_return"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  for (const char* id : {"hier.int32.n5000.excl", "sp.float32.n3000.real"}) {
+    const json& c = case_of(r.results, id);
+    EXPECT_EQ(c["status"], "fail") << id;
+    EXPECT_TRUE(contains(c["message"], "Results must be computed on every call")) << c["message"];
+    EXPECT_TRUE(contains(c["message"], "new input values")) << c["message"];
+    EXPECT_TRUE(c["timing"].is_null()) << id;
+  }
 }
 
 TEST_F(Judge, TimedCallsGetFreshInputSoACacheKeyedOnTheInputNeverHits) {
