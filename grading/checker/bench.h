@@ -45,9 +45,10 @@ class ReferenceCalls {
   virtual double next_ms() = 0;
 };
 
-/// Medians (ms) of the reference, CUB and a copy on `d_input` (n elements on the device). Throws
-/// std::runtime_error when a baseline fails.
+/// Medians (ms) of the reference, CUB and a copy on `d_input` (n elements on the device); without
+/// `with_reference`, reference_ms is 0 (the timing pass pairs the reference with the student's
+/// calls instead: ReferenceCalls). Throws std::runtime_error when a baseline fails.
 template <typename T>
-Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::size_t n);
+Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::size_t n, bool with_reference = true);
 
 }  // namespace scangrade::grader

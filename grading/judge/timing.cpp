@@ -1,5 +1,7 @@
 // The timing pass (Session::time_cases): the passed perf cases timed after every functional run,
-// with the GPU to this judge alone; baselines shared through --baseline-cache.
+// with the GPU to this judge alone. Every timed call gets fresh input from the checker and is paired
+// with one call of the reference in the checker (timing_method.h); CUB and copy baselines are
+// shared through --baseline-cache (the reference never is: its times come from the pairs).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -94,7 +96,8 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
       std::string(fresh_input ? "that call's" : "the case's") +
       " acceptance band before the call's time counted; every timed call was followed by one call of the slot's "
       "reference in the checker process, prepared the same way (its input restored, its output poisoned, L2 "
-      "flushed), and the ratio to the reference is the median of these pairs' ratios; stopped at >= " +
+      "flushed; both processes' default memory pools keep freed memory, release threshold: all), and the ratio "
+      "to the reference is the median of these pairs' ratios; stopped at >= " +
       std::to_string(kMinReps) + " pairs once the 95% interval of that median (order statistics) was within +-" +
       format("%.0f", 100 * kRatioHalfWidth) + "% of it, or at " + std::to_string(kMaxReps) + " pairs, or after " +
       format("%.0f", kPairedBudgetSeconds) + " s; ";
@@ -378,8 +381,9 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms, fresh_input);
   r.timing = t;
   // baselines measured now go to the cache (only positive numbers)
-  if (cache.is_object() && !cached && used.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {
-    cache[key] = {{"reference_ms", used.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
+  // (reference_ms: the paired calls' median, kept for the record; the cache's is never used for a ratio)
+  if (cache.is_object() && !cached && t.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {
+    cache[key] = {{"reference_ms", t.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
                   {"measured_by", o_.submission_name}, {"measured_at", utc_now()}};
     cache_changed = true;
   }

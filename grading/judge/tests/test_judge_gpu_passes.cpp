@@ -18,6 +18,9 @@ TEST_F(Judge, GpuBackendTimesPerfCasesAndScoresPerformance) {
   EXPECT_TRUE(contains(t["method"], "median of these pairs' ratios")) << t["method"];
   EXPECT_TRUE(case_of(r.results, "hs.int32.n10")["timing"].is_null());  // not a perf case
   EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio"].get<double>(), 0.625);
+  ASSERT_TRUE(r.results["slots"]["hierarchical"]["perf_ratio_interval"].is_array());
+  EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio_interval"][0].get<double>(), 0.625);
+  EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio_interval"][1].get<double>(), 0.625);
   EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(r.results["slots"]["single_pass"]["perf_points"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(r.results["score"]["total"].get<double>(), 8.0);
