@@ -175,7 +175,7 @@ TEST_F(OutputCheck, FreshInputIsTheDrawAndItsBandIsTheHostBand) {
     for (const ValueKind values : {ValueKind::Random, ValueKind::Large}) {
       std::vector<std::int32_t> host(n);
       for (std::size_t i = 0; i < n; ++i) host[i] = InputDraw<std::int32_t>{values, 0x5eed, n}(i);
-      const DeviceCopy<std::int32_t> in(std::vector<std::int32_t>(n, 7)), lo(host);
+      const DeviceCopy<std::int32_t> in{std::vector<std::int32_t>(n, 7)}, lo{host};
       fresh_input_and_band_on_device<std::int32_t>(values, 0x5eed, n, kind, in.p, lo.p, lo.p, nullptr);
       EXPECT_EQ(in.get(), host) << name(values);
       EXPECT_EQ(lo.get(), acceptance_band(host, kind, oracle_scan(host, kind)).lo) << name(values);
@@ -183,7 +183,7 @@ TEST_F(OutputCheck, FreshInputIsTheDrawAndItsBandIsTheHostBand) {
     for (const ValueKind values : {ValueKind::Random, ValueKind::Real, ValueKind::Large}) {
       std::vector<float> host(n);
       for (std::size_t i = 0; i < n; ++i) host[i] = InputDraw<float>{values, 0x5eed, n}(i);
-      const DeviceCopy<float> in(std::vector<float>(n, 7.0f)), lo(host), hi(host);
+      const DeviceCopy<float> in{std::vector<float>(n, 7.0f)}, lo{host}, hi{host};
       fresh_input_and_band_on_device<float>(values, 0x5eed, n, kind, in.p, lo.p, hi.p, nullptr);
       EXPECT_EQ(in.get(), host) << name(values);
       const Band<float> band = acceptance_band(host, kind, oracle_scan(host, kind));
@@ -203,8 +203,8 @@ TEST_F(OutputCheck, ARememberedResultIsOutsideTheNextFreshBand) {
   // returns it fails, and the right output of the new input passes
   const std::size_t n = 1 << 16;
   for (const ValueKind values : {ValueKind::Random, ValueKind::Real}) {
-    const DeviceCopy<float> in(std::vector<float>(n)), lo(std::vector<float>(n)), hi(std::vector<float>(n));
-    DeviceCopy<unsigned long long> first(std::vector<unsigned long long>(1));
+    const DeviceCopy<float> in{std::vector<float>(n)}, lo{std::vector<float>(n)}, hi{std::vector<float>(n)};
+    const DeviceCopy<unsigned long long> first{std::vector<unsigned long long>(1)};
     fresh_input_and_band_on_device<float>(values, 1, n, ScanKind::Inclusive, in.p, lo.p, hi.p, nullptr);
     const std::vector<float> first_input = in.get();
     std::vector<float> remembered(n);
