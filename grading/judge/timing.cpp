@@ -116,7 +116,7 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
                 format("%.3f", overhead_ms) + " ms)";
       break;
   }
-  method += "; CUB and a device-to-device copy were timed the same way in the checker process ";
+  method += "; the reference alone, CUB and a device-to-device copy were timed the same way in the checker process ";
   method += cached ? "on this GPU earlier in the same batch, with the GPU to themselves (the batch's baseline cache)"
                    : "right before the student's calls";
   return method;
@@ -356,7 +356,12 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   if (reported < 0.7 * judge_median - 0.100) clocked = Clocked::Judge;
   const std::vector<double>& chosen = clocked == Clocked::Events ? event_ms : clocked == Clocked::Host ? host_ms : judge_ms;
   const Stats mine = summarize(chosen);
-  // the ratio: the median of the paired ratios, with its 95% interval
+  // the ratio: the median of the paired ratios, with its 95% interval; a paired reference time
+  // counts at most kMaxReferenceSlowdown x the reference timed alone (timing_method.h)
+  const double cap = used.reference_ms > 0 ? kMaxReferenceSlowdown * used.reference_ms : 0.0;
+  int capped = 0;
+  for (double& ms : reference_ms)
+    if (cap > 0 && ms > cap) ms = cap, ++capped;
   std::vector<double> ratios;
   for (std::size_t k = 0; k < chosen.size(); ++k) ratios.push_back(chosen[k] > 0 ? reference_ms[k] / chosen[k] : 0.0);
   const double ratio = quantile(ratios, 0.5);
@@ -379,11 +384,14 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   t.ratio_interval = std::make_pair(ratio_lo, ratio_hi);
   t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
   t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms, fresh_input);
+  t.method += "; a paired reference time counts at most " + format("%.2f", kMaxReferenceSlowdown) +
+              "x the reference timed alone (" + format("%.3f", used.reference_ms) + " ms; " + std::to_string(capped) +
+              " of " + std::to_string(reference_ms.size()) + " paired reference times were above it)";
   r.timing = t;
   // baselines measured now go to the cache (only positive numbers)
-  // (reference_ms: the paired calls' median, kept for the record; the cache's is never used for a ratio)
-  if (cache.is_object() && !cached && t.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {
-    cache[key] = {{"reference_ms", t.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
+  // (reference_ms: the reference timed alone, the cap of the paired reference times)
+  if (cache.is_object() && !cached && used.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {
+    cache[key] = {{"reference_ms", used.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
                   {"measured_by", o_.submission_name}, {"measured_at", utc_now()}};
     cache_changed = true;
   }

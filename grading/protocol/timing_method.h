@@ -12,6 +12,10 @@
 // touches both alike: the ratio is the median of the paired ratios reference / student, and the
 // series stops at >= kMinReps pairs once the distribution-free 95% interval of that median
 // (median_interval) lies within +-kRatioHalfWidth of it, or at kMaxReps, or after kPairedBudgetSeconds.
+// A paired reference time counts at most kMaxReferenceSlowdown x the reference's median timed alone
+// before the series: work the submission leaves running on the GPU after its call returns could
+// slow the reference call that follows (the GPU time-slices the two processes), and that gains at
+// most this factor.
 #pragma once
 
 #include <algorithm>
@@ -29,6 +33,7 @@ inline constexpr double kMaxSpread = 0.05;
 inline constexpr double kBudgetSeconds = 2.0;
 inline constexpr double kRatioHalfWidth = 0.01;
 inline constexpr double kPairedBudgetSeconds = 4.0;
+inline constexpr double kMaxReferenceSlowdown = 1.10;
 
 inline double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;

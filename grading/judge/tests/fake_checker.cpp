@@ -1,7 +1,7 @@
 // A fake checker for the judge's tests (grading/checker/checker_main.cpp without a GPU): the same
 // ops on memfds instead of device memory, the check and the band made on the CPU with the harness's
 // own rule (check.h), made-up baselines (reference 1 ms, CUB 0.5 ms, copy 0.25 ms; --reference MS
-// changes the first). Timed calls get fresh input values before every call, as the checker's do
+// changes the first; the paired reference calls take the same, or --paired-reference MS). Timed calls get fresh input values before every call, as the checker's do
 // (fresh_input.h, drawn on the CPU from a random seed), and that input's band; --pristine-timing
 // restores the case's input instead (the method before fresh inputs, for tests that show the
 // difference).
@@ -117,8 +117,11 @@ int main(int argc, char** argv) {
     else if (std::string(argv[i]) == "--reference") reference_ms = std::stod(argv[++i]);
   }
   bool pristine_timing = false;
-  for (int i = 1; i < argc; ++i)
+  double paired_reference_ms = reference_ms;
+  for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--pristine-timing") pristine_timing = true;
+    if (std::string(argv[i]) == "--paired-reference" && i + 1 < argc) paired_reference_ms = std::stod(argv[++i]);
+  }
   std::random_device os_random;
   bool fresh = false;
   scangrade::ScanKind timed_kind = scangrade::ScanKind::Inclusive;
@@ -220,7 +223,7 @@ int main(int argc, char** argv) {
                           : inside<std::int32_t>(pairs[2 + j]->data, lo.data(), hi.data(), n, at);
       reply["outside"] = ok ? json(nullptr) : json(at);
     } else if (op == "reference_call") {
-      reply["ms"] = reference_ms;
+      reply["ms"] = paired_reference_ms;
     } else if (op == "time_end") {
       for (auto& p : pairs) p.reset();
     } else {

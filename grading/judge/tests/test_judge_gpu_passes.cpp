@@ -87,8 +87,8 @@ TEST_F(Judge, WorkLeftRunningAfterATimedCallReturnsFailsTheCase) {
 }
 
 TEST_F(Judge, TimedCallsGetFreshInputSoACacheKeyedOnTheInputNeverHits) {
-  // the worker remembers each result under n and 32 sampled input elements: a hit takes 0.001 ms, a
-  // miss 20 ms. Every timed call gets new input values (the checker's own seed), so every call misses
+  // the worker remembers each result under n and 32 sampled input elements and returns it at once on
+  // a hit. Every timed call gets new input values (the checker's own seed), so every call misses
   const Result r = judge(worker("--mode caches_sampled_input"), "--sanitizer off", "gpu");
   ASSERT_TRUE(r.written) << r.err;
   expect_valid(r.results, dir_);
@@ -96,17 +96,17 @@ TEST_F(Judge, TimedCallsGetFreshInputSoACacheKeyedOnTheInputNeverHits) {
     const json& c = case_of(r.results, id);
     EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
     ASSERT_TRUE(c["timing"].is_object()) << id;
-    EXPECT_GE(c["timing"]["min_ms"].get<double>(), 15.0) << id;  // no call was a cache hit
     EXPECT_TRUE(contains(c["timing"]["method"], "new input values")) << c["timing"]["method"];
   }
-  EXPECT_LT(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 1e-9);  // 20x slower than 1 ms
+  // no timed call was a cache hit (the worker says so on every hit; times are not asserted: the
+  // machine is shared)
   EXPECT_FALSE(contains(r.results["student_output"]["text"], "result cache hit"));
 }
 
 TEST_F(Judge, WithThePristineInputRestoredTheSampledInputCacheHits) {
   // the same worker against a checker that restores the case's input before every timed call (the
-  // method before fresh inputs): the cache hits and the slot times 1000x the reference. This is what
-  // the test above rules out.
+  // method before fresh inputs): the cache hits (and the slot would time at a copy's speed). This is
+  // what the test above rules out.
   const std::string checker = dir_ + "/pristine-checker.sh";
   write_text(checker, "#!/bin/sh\nexec " + quote(kFakeChecker) + " --pristine-timing \"$@\"\n");
   chmod(checker.c_str(), 0755);
@@ -115,8 +115,22 @@ TEST_F(Judge, WithThePristineInputRestoredTheSampledInputCacheHits) {
   const json& c = case_of(r.results, "hier.int32.n5000.excl");
   ASSERT_TRUE(c["timing"].is_object()) << c["message"];
   EXPECT_TRUE(contains(r.results["student_output"]["text"], "result cache hit"));
-  EXPECT_LT(c["timing"]["min_ms"].get<double>(), 15.0);  // a hit copies 20 KB; a miss sleeps 20 ms
   EXPECT_FALSE(contains(c["timing"]["method"], "new input values")) << c["timing"]["method"];
+}
+
+TEST_F(Judge, APairedReferenceSlowerThanAloneCountsAtMostTheCap) {
+  // the reference timed alone takes 1 ms, its paired calls 3 ms (as if the submission left work
+  // running on the GPU to slow them): each counts as 1.1 ms, so the ratio is 1.1 / 1.6, not 3 / 1.6
+  const std::string checker = dir_ + "/slow-pairs-checker.sh";
+  write_text(checker, "#!/bin/sh\nexec " + quote(kFakeChecker) + " --paired-reference 3 \"$@\"\n");
+  chmod(checker.c_str(), 0755);
+  const Result r = judge(worker("--mode ok --ratio 0.625"), "--sanitizer off --checker " + quote(checker), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_DOUBLE_EQ(t["ratio_to_reference"].get<double>(), 1.1 / 1.6);
+  EXPECT_DOUBLE_EQ(t["reference_ms"].get<double>(), 1.1);
+  EXPECT_TRUE(contains(t["method"], "10 of 10 paired reference times were above it")) << t["method"];
 }
 
 TEST_F(Judge, TimesBelowTheJudgesClockAreReplacedByIt) {
