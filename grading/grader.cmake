@@ -56,6 +56,12 @@ target_include_directories(scangrade_bench_reference PRIVATE ${SCANGRADE_PROTOCO
 target_link_libraries(scangrade_bench_reference PRIVATE scangrade_device scangrade_reference CUDA::cudart
                       nlohmann_json::nlohmann_json)
 
+# What a timed repetition's fresh input and band cost the checker (a benchmark for the GPU machine).
+add_executable(scangrade_bench_fresh_input ${SCANGRADE_CHECKER_DIR}/bench_fresh_input.cu ${SCANGRADE_CHECKER_DIR}/output_check.cu
+               $<TARGET_OBJECTS:scangrade_alloc_tracker_obj>)
+target_include_directories(scangrade_bench_fresh_input PRIVATE ${SCANGRADE_CHECKER_DIR})
+target_link_libraries(scangrade_bench_fresh_input PRIVATE scangrade_device CUDA::cudart)
+
 # scangrade_add_worker(NAME <libraries or sources that define scangrade::student::*>...)
 function(scangrade_add_worker NAME)
   add_executable(${NAME} $<TARGET_OBJECTS:scangrade_alloc_tracker_obj>)
@@ -216,13 +222,19 @@ if(SCANGRADE_BUILD_TESTS)
   target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_PROTOCOL_DIR})
   target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
   add_executable(scangrade_fake_checker ${SCANGRADE_JUDGE_DIR}/tests/fake_checker.cpp)
-  target_include_directories(scangrade_fake_checker PRIVATE ${SCANGRADE_PROTOCOL_DIR})
+  target_include_directories(scangrade_fake_checker PRIVATE ${SCANGRADE_PROTOCOL_DIR} ${SCANGRADE_CHECKER_DIR})
   target_link_libraries(scangrade_fake_checker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
 
   # The case cache (--case-cache): needs no GPU, so it builds and runs on every grader tree.
   add_executable(scangrade_case_cache_tests ${SCANGRADE_JUDGE_DIR}/tests/test_case_cache.cpp)
   target_link_libraries(scangrade_case_cache_tests PRIVATE scangrade_judge_lib GTest::gtest_main)
   gtest_discover_tests(scangrade_case_cache_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
+
+  # The timed calls' fresh inputs draw what inputs.h draws (host side of fresh_input.h).
+  add_executable(scangrade_fresh_input_tests ${SCANGRADE_CHECKER_DIR}/test_fresh_input.cpp)
+  target_include_directories(scangrade_fresh_input_tests PRIVATE ${SCANGRADE_CHECKER_DIR})
+  target_link_libraries(scangrade_fresh_input_tests PRIVATE scangrade_core GTest::gtest_main)
+  gtest_discover_tests(scangrade_fresh_input_tests TEST_PREFIX "grader/" DISCOVERY_TIMEOUT 60)
 endif()
 if(SCANGRADE_BUILD_TESTS AND scangrade_gpu_grader)
   # A known-racy submission (in-place Hillis-Steele): the GPU test expects racecheck to catch it.

@@ -51,6 +51,17 @@ class Bench {
     std::vector<double> ms;
     const auto begin = std::chrono::steady_clock::now();
     for (int i = 0;; ++i) {
+      const double t = call_ms(call, how, i);
+      if (i < timing::kWarmup) continue;
+      ms.push_back(t);
+      if (timing::enough(ms, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count())) break;
+    }
+    return timing::quantile(ms, 0.5);
+  }
+
+  /// Call i of a series (pair i % 2): restore, poison, flush, then the call between two events.
+  double call_ms(const Call& call, const CallTiming& how, int i) {
+    {
       void* in = in_[i % 2].get();
       void* out = out_[i % 2].get();
       setup(cudaMemcpyAsync(in, input_, bytes_, cudaMemcpyDeviceToDevice, stream_), "restoring the input");
@@ -70,11 +81,8 @@ class Bench {
       setup(cudaGetLastError(), "a baseline's call");
       float t = 0;
       setup(cudaEventElapsedTime(&t, start_, stop_), "cudaEventElapsedTime");
-      if (i < timing::kWarmup) continue;
-      ms.push_back(t);
-      if (timing::enough(ms, std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count())) break;
+      return t;
     }
-    return timing::quantile(ms, 0.5);
   }
 
  private:
@@ -106,14 +114,46 @@ double median_call_ms(std::size_t bytes, const void* d_input, const Call& call, 
 }
 
 template <typename T>
-Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::size_t n) {
+class ReferenceCallsOf : public ReferenceCalls {
+ public:
+  ReferenceCallsOf(Slot slot, ScanKind kind, const T* d_input, std::size_t n)
+      : bench_(n * sizeof(T), d_input), reference_(reference_implementation().get<T>(slot, kind)), n_(n) {
+    for (int w = 0; w < timing::kWarmup; ++w) next_ms();
+  }
+  double next_ms() override {
+    return bench_.call_ms(
+        [this](const void* in, void* out, cudaStream_t s) {
+          reference_(static_cast<const T*>(in), static_cast<T*>(out), n_, s);
+        },
+        {}, calls_++);
+  }
+
+ private:
+  Bench bench_;
+  ScanFn<T> reference_;
+  std::size_t n_;
+  int calls_ = 0;
+};
+
+template <typename T>
+std::unique_ptr<ReferenceCalls> ReferenceCalls::make(Slot slot, ScanKind kind, const T* d_input, std::size_t n) {
+  return std::make_unique<ReferenceCallsOf<T>>(slot, kind, d_input, n);
+}
+
+template std::unique_ptr<ReferenceCalls> ReferenceCalls::make<std::int32_t>(Slot, ScanKind, const std::int32_t*,
+                                                                           std::size_t);
+template std::unique_ptr<ReferenceCalls> ReferenceCalls::make<float>(Slot, ScanKind, const float*, std::size_t);
+
+template <typename T>
+Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::size_t n, bool with_reference) {
   const std::size_t bytes = n * sizeof(T);
   Bench bench(bytes, d_input);
   const ScanFn<T> reference = reference_implementation().get<T>(slot, kind);
   Baselines b;
-  b.reference_ms = bench.median_ms([&](const void* in, void* out, cudaStream_t s) {
-    reference(static_cast<const T*>(in), static_cast<T*>(out), n, s);
-  });
+  if (with_reference)
+    b.reference_ms = bench.median_ms([&](const void* in, void* out, cudaStream_t s) {
+      reference(static_cast<const T*>(in), static_cast<T*>(out), n, s);
+    });
   b.cub_ms = bench.median_ms([&](const void* in, void* out, cudaStream_t s) {
     baseline::cub_scan(static_cast<const T*>(in), static_cast<T*>(out), n, kind, s);
   });
@@ -123,7 +163,7 @@ Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::siz
   return b;
 }
 
-template Baselines measure_baselines<std::int32_t>(Slot, ScanKind, const std::int32_t*, std::size_t);
-template Baselines measure_baselines<float>(Slot, ScanKind, const float*, std::size_t);
+template Baselines measure_baselines<std::int32_t>(Slot, ScanKind, const std::int32_t*, std::size_t, bool);
+template Baselines measure_baselines<float>(Slot, ScanKind, const float*, std::size_t, bool);
 
 }  // namespace scangrade::grader

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 
 #include <cuda_runtime.h>
 
@@ -31,9 +32,23 @@ struct CallTiming {
 /// call, the output poisoned and L2 flushed: the method every baseline is timed with.
 double median_call_ms(std::size_t bytes, const void* d_input, const Call& call, const CallTiming& how = {});
 
-/// Medians (ms) of the reference, CUB and a copy on `d_input` (n elements on the device). Throws
-/// std::runtime_error when a baseline fails.
+/// The slot's reference solution timed one call at a time with the method of median_call_ms (the
+/// pristine input restored, the output poisoned, L2 flushed, CUDA events around the call), for a
+/// series that pairs each reference call with one of the student's: drift of the GPU's clocks or
+/// load between the calls touches both alike. kWarmup calls are made when it is made.
+class ReferenceCalls {
+ public:
+  template <typename T>
+  static std::unique_ptr<ReferenceCalls> make(Slot slot, ScanKind kind, const T* d_input, std::size_t n);
+  virtual ~ReferenceCalls() = default;
+  /// One more call's time (ms). Throws std::runtime_error when the call fails.
+  virtual double next_ms() = 0;
+};
+
+/// Medians (ms) of the reference, CUB and a copy on `d_input` (n elements on the device); without
+/// `with_reference`, reference_ms is 0 (the timing pass pairs the reference with the student's
+/// calls instead: ReferenceCalls). Throws std::runtime_error when a baseline fails.
 template <typename T>
-Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::size_t n);
+Baselines measure_baselines(Slot slot, ScanKind kind, const T* d_input, std::size_t n, bool with_reference = true);
 
 }  // namespace scangrade::grader

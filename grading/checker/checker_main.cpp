@@ -6,15 +6,19 @@
 // It allocates every buffer a case shares with the worker (vmm.h: the worker gets descriptors,
 // never anything else of this process), fills the input and poisons the output itself, and after
 // the worker's call reads guards, output and input back with its own context: a worker whose
-// context broke, or that lied, changes nothing it reads. For timed cases it keeps the pristine
-// input and the acceptance band (check.h), restores, poisons and flushes before every call, checks
-// every call's output on the device, and times the reference, CUB and a copy (bench.h).
+// context broke, or that lied, changes nothing it reads. For timed cases, before every call it
+// writes a fresh input drawn on the device from a seed only this process knows (fresh_input.h;
+// the case's own input for kinds with nothing to draw) and makes that input's acceptance band,
+// poisons the output and flushes L2; it checks every call's output on the device against the band,
+// and times the reference, CUB and a copy (bench.h).
 // Messages (one JSON object per SEQPACKET message, descriptors attached): checker_client.h in
 // grading/judge says what each op does.
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -28,6 +32,7 @@
 
 #include "bench.h"
 #include "fd_passing.h"
+#include "fresh_input.h"
 #include "messages.h"
 #include "output_check.h"
 #include "scangrade/check.h"
@@ -96,12 +101,16 @@ struct CheckCase {
 };
 
 /// A timed case: pristine input and band here (the band made here, output_check.h), two
-/// input/output pairs shared with the worker.
+/// input/output pairs shared with the worker. With `fresh` every call gets new input values and
+/// the band of those (fresh_input.h); without, the pristine input and its band.
 struct TimedCase {
   std::unique_ptr<DeviceBuffer> pristine, lo, hi, flush, first;
   vmm::Mapping in[2], out[2];
   std::size_t n = 0, element = 4;
-  bool f32 = false;
+  bool f32 = false, fresh = false;
+  ValueKind values = ValueKind::Random;
+  ScanKind kind = ScanKind::Inclusive;
+  std::unique_ptr<ReferenceCalls> reference;  // paired with the student's calls (after pristine: freed first)
   cudaStream_t stream = nullptr;
   ~TimedCase() {
     for (auto& m : in) vmm::release(m);
@@ -160,6 +169,7 @@ class Checker {
     if (op == "time_setup") return time_setup(msg, take_one(fds), out_fds);
     if (op == "prime") return prime(msg.at("j").get<int>());
     if (op == "verify") return verify(msg.at("j").get<int>());
+    if (op == "reference_call") return reference_call();
     if (op == "time_end") {
       timed_.reset();
       return {{"ok", true}};
@@ -275,6 +285,14 @@ class Checker {
     t->element = element_of(msg);
     t->f32 = msg.at("dtype").get<std::string>() == "float32";
     const ScanKind kind = *parse_kind(msg.at("kind").get<std::string>());
+    t->kind = kind;
+    // the case's values kind: fresh values before every call when it has any to draw
+    if (msg.contains("values")) {
+      const std::optional<ValueKind> values = parse_value_kind(msg["values"].get<std::string>());
+      if (!values) throw std::runtime_error("unknown values kind");
+      t->values = *values;
+      t->fresh = fresh_values(*values);
+    }
     const std::size_t bytes = t->n * t->element, offset = msg.value("offset", std::size_t{0});
     for (auto* b : {&t->pristine, &t->lo, &t->hi}) *b = std::make_unique<DeviceBuffer>(bytes, "checker");
     t->flush = std::make_unique<DeviceBuffer>(l2_flush_bytes(), "checker");
@@ -294,16 +312,27 @@ class Checker {
       out_fds.push_back(fd);
       sizes.push_back(m->size);
     }
+    if (msg.value("paired_reference", false)) {
+      const Slot slot = *parse_slot(msg.at("slot").get<std::string>());
+      t->reference = t->f32 ? ReferenceCalls::make<float>(slot, kind, t->pristine->as<float>(), t->n)
+                            : ReferenceCalls::make<std::int32_t>(slot, kind, t->pristine->as<std::int32_t>(), t->n);
+    }
     json baselines = nullptr;
     if (msg.value("baselines", false)) {
       const Slot slot = *parse_slot(msg.at("slot").get<std::string>());
+      // the reference alone too: the judge caps the paired reference times with it (timing_method.h)
       const Baselines b = t->f32 ? measure_baselines<float>(slot, kind, t->pristine->as<float>(), t->n)
                                  : measure_baselines<std::int32_t>(slot, kind, t->pristine->as<std::int32_t>(), t->n);
       baselines = b;
     }
     cuda(cudaDeviceSynchronize(), "preparing the timed case");
+    const bool t_fresh = t->fresh;
     timed_ = std::move(t);
-    return {{"ok", true}, {"sizes", sizes}, {"baselines", baselines}, {"flush_bytes", l2_flush_bytes()}};
+    return {{"ok", true},
+            {"sizes", sizes},
+            {"baselines", baselines},
+            {"flush_bytes", l2_flush_bytes()},
+            {"fresh_input", t_fresh}};
   }
 
   TimedCase& timed(int j) {
@@ -311,15 +340,47 @@ class Checker {
     return *timed_;
   }
 
-  /// Fresh input, poisoned output, flushed L2 for pair j.
+  /// A seed from the OS for one call's fresh input: never sent anywhere, never logged.
+  static std::uint64_t fresh_seed() {
+    std::uint64_t seed = 0;
+    auto* p = reinterpret_cast<unsigned char*>(&seed);
+    for (std::size_t got = 0; got < sizeof seed;) {
+      const ssize_t r = getrandom(p + got, sizeof seed - got, 0);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
+      got += static_cast<std::size_t>(r);
+    }
+    return seed;
+  }
+
+  /// Fresh input (new values and their band, or the pristine input), poisoned output, flushed L2
+  /// for pair j. The band is for this call: verify(j) comes before the next prime.
   json prime(int j) {
     TimedCase& t = timed(j);
     const std::size_t bytes = t.n * t.element;
-    cuda(cudaMemcpyAsync(t.in[j].ptr, t.pristine->get(), bytes, cudaMemcpyDeviceToDevice, t.stream), "restoring the input");
+    if (t.fresh) {
+      const std::uint64_t seed = fresh_seed();
+      if (t.f32)
+        fresh_input_and_band_on_device<float>(t.values, seed, t.n, t.kind, static_cast<float*>(t.in[j].ptr),
+                                              t.lo->as<float>(), t.hi->as<float>(), t.stream);
+      else
+        fresh_input_and_band_on_device<std::int32_t>(t.values, seed, t.n, t.kind,
+                                                     static_cast<std::int32_t*>(t.in[j].ptr),
+                                                     t.lo->as<std::int32_t>(), t.lo->as<std::int32_t>(), t.stream);
+    } else {
+      cuda(cudaMemcpyAsync(t.in[j].ptr, t.pristine->get(), bytes, cudaMemcpyDeviceToDevice, t.stream),
+           "restoring the input");
+    }
     cuda(cudaMemsetAsync(t.out[j].ptr, 0xff, bytes, t.stream), "poisoning the output");
     cuda(cudaMemsetAsync(t.flush->get(), ++flushes_ & 0xff, l2_flush_bytes(), t.stream), "flushing L2");
     cuda(cudaStreamSynchronize(t.stream), "preparing a timed call");
     return {{"ok", true}};
+  }
+
+  /// One call of the reference (bench.h: ReferenceCalls), paired with the student's last call.
+  json reference_call() {
+    if (!timed_ || !timed_->reference) throw std::runtime_error("no timed case with a paired reference");
+    return {{"ok", true}, {"ms", timed_->reference->next_ms()}};
   }
 
   /// The first element of pair j's output outside the band, or null.
@@ -330,7 +391,7 @@ class Checker {
         t.f32 ? first_outside<float>(static_cast<const float*>(t.out[j].ptr), t.lo->as<float>(), t.hi->as<float>(), t.n,
                                      first, t.stream)
               : first_outside<std::int32_t>(static_cast<const std::int32_t*>(t.out[j].ptr), t.lo->as<std::int32_t>(),
-                                            t.hi->as<std::int32_t>(), t.n, first, t.stream);
+                                            t.lo->as<std::int32_t>(), t.n, first, t.stream);  // int32: lo = hi
     return {{"ok", true}, {"outside", at ? json(*at) : json(nullptr)}};
   }
 

@@ -11,7 +11,11 @@
 
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/functional>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/tabulate_output_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
+
+#include "fresh_input.h"
 
 #include "scangrade/check.h"  // kCanaryBits
 #include "scangrade/tolerance.h"
@@ -63,6 +67,32 @@ __global__ void float_band_kernel(const Prefix* prefix, std::size_t n, bool incl
     hi[i] = nextafterf(static_cast<float>(p.sum + tol), INFINITY);
   }
 }
+
+template <typename T>
+__global__ void generate_kernel(InputDraw<T> draw, T* in, std::size_t n) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    in[i] = draw(i);
+}
+
+/// A fresh float input's terms as the band's scan reads them: drawn again from the seed.
+struct DrawnPrefix {
+  InputDraw<float> draw;
+  __device__ Prefix operator()(std::size_t i) const { return PrefixOf{}(draw(i)); }
+};
+
+/// The band's scan output: prefix i becomes the band's ends at i (float_band_kernel's rule).
+struct WriteFloatBand {
+  float* lo;
+  float* hi;
+  bool inclusive;
+  __device__ void operator()(std::ptrdiff_t at, const Prefix& p) const {
+    const std::size_t i = static_cast<std::size_t>(at);
+    const double tol = tolerance::bound(inclusive ? i + 1 : i, p.abs_sum, p.non_integers == 0);
+    lo[i] = nextafterf(static_cast<float>(p.sum - tol), -INFINITY);
+    hi[i] = nextafterf(static_cast<float>(p.sum + tol), INFINITY);
+  }
+};
 
 struct Widen {
   __device__ long long operator()(std::int32_t x) const { return x; }
@@ -206,6 +236,35 @@ void acceptance_band_on_device<float>(const float* d_in, std::size_t n, ScanKind
   float_band_kernel<<<grid_for(n), kThreads, 0, stream>>>(p, n, inclusive, d_lo, d_hi);
   check(cudaGetLastError(), "launching the band kernel");
   check(cudaStreamSynchronize(stream), "waiting for the band");
+}
+
+template <>
+void fresh_input_and_band_on_device<std::int32_t>(ValueKind values, std::uint64_t seed, std::size_t n, ScanKind kind,
+                                                  std::int32_t* d_in, std::int32_t* d_lo, std::int32_t*,
+                                                  cudaStream_t stream) {
+  if (n == 0) return;
+  const InputDraw<std::int32_t> draw{values, seed, n};
+  generate_kernel<std::int32_t><<<grid_for(n), kThreads, 0, stream>>>(draw, d_in, n);
+  check(cudaGetLastError(), "launching the input generator");
+  // exact, wrapping as every int32 scan does (fresh `random` sums stay thousands of standard
+  // deviations inside the range; `large` keeps every prefix inside it by construction)
+  device_scan(thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), draw), d_lo, n,
+              kind == ScanKind::Inclusive, cuda::std::plus<std::int32_t>{}, std::int32_t{0}, stream);
+  check(cudaStreamSynchronize(stream), "waiting for the fresh input and its band");
+}
+
+template <>
+void fresh_input_and_band_on_device<float>(ValueKind values, std::uint64_t seed, std::size_t n, ScanKind kind,
+                                           float* d_in, float* d_lo, float* d_hi, cudaStream_t stream) {
+  if (n == 0) return;
+  const InputDraw<float> draw{values, seed, n};
+  generate_kernel<float><<<grid_for(n), kThreads, 0, stream>>>(draw, d_in, n);
+  check(cudaGetLastError(), "launching the input generator");
+  const bool inclusive = kind == ScanKind::Inclusive;
+  device_scan(thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), DrawnPrefix{draw}),
+              thrust::make_tabulate_output_iterator(WriteFloatBand{d_lo, d_hi, inclusive}), n, inclusive,
+              AddPrefixes{}, Prefix{0.0, 0.0, 0ull}, stream);
+  check(cudaStreamSynchronize(stream), "waiting for the fresh input and its band");
 }
 
 template <typename T>

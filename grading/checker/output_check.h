@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include "scangrade/slots.h"        // ValueKind
 #include "scangrade/student_api.h"  // ScanKind
 
 namespace scangrade::grader {
@@ -29,6 +30,19 @@ std::optional<std::size_t> first_outside(const T* d_out, const T* d_lo, const T*
 /// float32 term and inside the step each end is moved. Throws std::runtime_error on a CUDA error.
 template <typename T>
 void acceptance_band_on_device(const T* d_in, std::size_t n, ScanKind kind, T* d_lo, T* d_hi, cudaStream_t stream);
+
+/// A timed repetition's fresh input and its acceptance band, on `stream` (then waited for), with no
+/// host round trip: d_in[0..n) gets the values of kind `values` drawn from `seed` (fresh_input.h),
+/// and the band is made from the seed, not read back from d_in (a process that maps d_in and writes
+/// it meanwhile changes nothing the band is made of). Two launches: a generator kernel, then one CUB
+/// scan whose input draws the values again and whose output writes the band (no intermediate
+/// array): int32 writes the exact scan to d_lo only (the band of int32 is lo = hi: pass d_lo as both
+/// ends to first_outside); float writes both ends, with the rule of acceptance_band_on_device.
+/// Device traffic per call: int32 8 bytes per element, float 12. Throws std::runtime_error on a
+/// CUDA error.
+template <typename T>
+void fresh_input_and_band_on_device(ValueKind values, std::uint64_t seed, std::size_t n, ScanKind kind, T* d_in,
+                                    T* d_lo, T* d_hi, cudaStream_t stream);
 
 /// True when a check case's call left everything as a pass needs it, found on the device without
 /// reading anything back: the guard zones around the output still hold kCanaryBits (check.h), the

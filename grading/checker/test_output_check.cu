@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fresh_input.h"
 #include "output_check.h"
 #include "scangrade/check.h"
 #include "scangrade/device_run.h"
@@ -163,6 +164,61 @@ TEST_F(OutputCheck, BandOnTheDeviceIsTheHostBand) {
       if (dhi[k] != fhost.hi[k] && std::nextafter(dhi[k], fhost.hi[k]) != fhost.hi[k]) ++apart;
     }
     EXPECT_EQ(apart, 0u);
+  }
+}
+
+TEST_F(OutputCheck, FreshInputIsTheDrawAndItsBandIsTheHostBand) {
+  // fresh_input_and_band_on_device: the input it writes is InputDraw's (the host's draw of the same
+  // seed), and its band is acceptance_band of that input (int32 exactly, float to one float step)
+  const std::size_t n = (1 << 20) + 3;  // several CUB tiles and a partial one
+  for (const ScanKind kind : {ScanKind::Inclusive, ScanKind::Exclusive}) {
+    for (const ValueKind values : {ValueKind::Random, ValueKind::Large}) {
+      std::vector<std::int32_t> host(n);
+      for (std::size_t i = 0; i < n; ++i) host[i] = InputDraw<std::int32_t>{values, 0x5eed, n}(i);
+      const DeviceCopy<std::int32_t> in{std::vector<std::int32_t>(n, 7)}, lo{host};
+      fresh_input_and_band_on_device<std::int32_t>(values, 0x5eed, n, kind, in.p, lo.p, lo.p, nullptr);
+      EXPECT_EQ(in.get(), host) << name(values);
+      EXPECT_EQ(lo.get(), acceptance_band(host, kind, oracle_scan(host, kind)).lo) << name(values);
+    }
+    for (const ValueKind values : {ValueKind::Random, ValueKind::Real, ValueKind::Large}) {
+      std::vector<float> host(n);
+      for (std::size_t i = 0; i < n; ++i) host[i] = InputDraw<float>{values, 0x5eed, n}(i);
+      const DeviceCopy<float> in{std::vector<float>(n, 7.0f)}, lo{host}, hi{host};
+      fresh_input_and_band_on_device<float>(values, 0x5eed, n, kind, in.p, lo.p, hi.p, nullptr);
+      EXPECT_EQ(in.get(), host) << name(values);
+      const Band<float> band = acceptance_band(host, kind, oracle_scan(host, kind));
+      const std::vector<float> dlo = lo.get(), dhi = hi.get();
+      std::size_t apart = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        if (dlo[k] != band.lo[k] && std::nextafter(dlo[k], band.lo[k]) != band.lo[k]) ++apart;
+        if (dhi[k] != band.hi[k] && std::nextafter(dhi[k], band.hi[k]) != band.hi[k]) ++apart;
+      }
+      EXPECT_EQ(apart, 0u) << name(values);
+    }
+  }
+}
+
+TEST_F(OutputCheck, ARememberedResultIsOutsideTheNextFreshBand) {
+  // the output computed for one fresh input is checked against the band of the next: a cache that
+  // returns it fails, and the right output of the new input passes
+  const std::size_t n = 1 << 16;
+  for (const ValueKind values : {ValueKind::Random, ValueKind::Real}) {
+    const DeviceCopy<float> in{std::vector<float>(n)}, lo{std::vector<float>(n)}, hi{std::vector<float>(n)};
+    const DeviceCopy<unsigned long long> first{std::vector<unsigned long long>(1)};
+    fresh_input_and_band_on_device<float>(values, 1, n, ScanKind::Inclusive, in.p, lo.p, hi.p, nullptr);
+    const std::vector<float> first_input = in.get();
+    std::vector<float> remembered(n);
+    const std::vector<double> sums = oracle_scan(first_input, ScanKind::Inclusive);
+    for (std::size_t i = 0; i < n; ++i) remembered[i] = static_cast<float>(sums[i]);
+    const DeviceCopy<float> out(remembered);
+    EXPECT_FALSE(first_outside<float>(out.p, lo.p, hi.p, n, first.p, nullptr).has_value());
+    fresh_input_and_band_on_device<float>(values, 2, n, ScanKind::Inclusive, in.p, lo.p, hi.p, nullptr);
+    EXPECT_TRUE(first_outside<float>(out.p, lo.p, hi.p, n, first.p, nullptr).has_value()) << name(values);
+    std::vector<float> right(n);
+    const std::vector<double> next = oracle_scan(in.get(), ScanKind::Inclusive);
+    for (std::size_t i = 0; i < n; ++i) right[i] = static_cast<float>(next[i]);
+    const DeviceCopy<float> right_out(right);
+    EXPECT_FALSE(first_outside<float>(right_out.p, lo.p, hi.p, n, first.p, nullptr).has_value()) << name(values);
   }
 }
 

@@ -113,7 +113,8 @@ int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>
     const Case& c = entries[i].c;
     const CaseResult& r = results[i];
     scored.push_back({c.slot, r.status, c.points, c.perf,
-                      r.timing ? std::optional<double>(r.timing->ratio_to_reference) : std::nullopt});
+                      r.timing ? std::optional<double>(r.timing->ratio_to_reference) : std::nullopt,
+                      r.timing ? r.timing->ratio_interval : std::nullopt});
   }
   g.sheet = score_cases(scored, perf_max, gpu);
   g.exit_code = !g.errors.empty() ? kInternalError : g.sheet.all_pass ? kAllPassed : kSomeFailed;

@@ -27,7 +27,7 @@ ScoreSheet score_cases(const std::vector<ScoredCase>& cases, const std::map<Slot
   for (Slot slot : kAllSlots) {
     std::size_t count = 0, passed = 0;
     double sp = 0, smax = 0;
-    std::vector<double> ratios;
+    std::vector<double> ratios, ratio_los, ratio_his;
     bool perf_complete = true;
     nlohmann::json statuses = nlohmann::json::object();
     for (const ScoredCase& c : cases) {
@@ -43,6 +43,10 @@ ScoreSheet score_cases(const std::vector<ScoredCase>& cases, const std::map<Slot
       if (c.perf) {
         if (c.ratio) ratios.push_back(*c.ratio);
         else perf_complete = false;
+        if (c.ratio_interval) {
+          ratio_los.push_back(c.ratio_interval->first);
+          ratio_his.push_back(c.ratio_interval->second);
+        }
       }
     }
     if (count == 0) continue;
@@ -50,6 +54,9 @@ ScoreSheet score_cases(const std::vector<ScoredCase>& cases, const std::map<Slot
     const auto found = perf_max.find(slot);
     const double pmax = found != perf_max.end() ? found->second : 0.0;
     const std::optional<double> ratio = geometric_mean(ratios);
+    // the geometric means of the perf cases' interval ends, when every timed case has one
+    const std::optional<double> ratio_lo = ratio_los.size() == ratios.size() ? geometric_mean(ratio_los) : std::nullopt;
+    const std::optional<double> ratio_hi = ratio_his.size() == ratios.size() ? geometric_mean(ratio_his) : std::nullopt;
     // only on gpu, only when every case of the slot passed and every perf case was timed
     const double pp = gpu && passed == count && perf_complete && ratio ? pmax * perf_fraction(*ratio) : 0.0;
     sheet.slots[std::string(name(slot))] = {{"cases", count},       {"passed", passed},
@@ -57,6 +64,8 @@ ScoreSheet score_cases(const std::vector<ScoredCase>& cases, const std::map<Slot
                                             {"perf_points", pp},    {"perf_max_points", pmax},
                                             {"perf_ratio", ratio ? nlohmann::json(*ratio) : nlohmann::json(nullptr)},
                                             {"statuses", statuses}};
+    if (ratio && ratio_lo && ratio_hi)
+      sheet.slots[std::string(name(slot))]["perf_ratio_interval"] = {*ratio_lo, *ratio_hi};
     points += sp;
     max_points += smax;
     perf_points += pp;

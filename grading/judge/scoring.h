@@ -16,6 +16,7 @@
 
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +41,7 @@ struct ScoredCase {
   double points;                      // what it is worth
   bool perf;                          // a perf case
   std::optional<double> ratio;        // its ratio_to_reference, when it was timed
+  std::optional<std::pair<double, double>> ratio_interval = std::nullopt;  // its 95% interval, when measured
 };
 
 /// results.json's `slots` and `score`, and whether every case passed.

@@ -1,5 +1,7 @@
 // The timing pass (Session::time_cases): the passed perf cases timed after every functional run,
-// with the GPU to this judge alone; baselines shared through --baseline-cache.
+// with the GPU to this judge alone. Every timed call gets fresh input from the checker and is paired
+// with one call of the reference in the checker (timing_method.h); CUB and copy baselines are
+// shared through --baseline-cache (the reference never is: its times come from the pairs).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -76,18 +78,29 @@ std::string format(const char* fmt, double a) {
 enum class Clocked { Events, Host, Judge };
 
 /// The timing object's `method`: the method of timing_method.h, with this run's numbers.
-std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked clocked, double overhead_ms) {
+std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked clocked, double overhead_ms,
+                        bool fresh_input) {
   using namespace timing;
   std::string method =
       "median of " + std::to_string(reps) + " repetitions of the slot call, after " + std::to_string(kWarmup) +
-      " warm-up calls; before every call the trusted checker process restored the input from a pristine device "
-      "copy, poisoned the output (calls alternate between two input/output address pairs that the checker owns) "
+      " warm-up calls; before every call the trusted checker process " +
+      (fresh_input ? std::string("wrote new input values of the case's kind, drawn on the device from a seed only "
+                                 "it knows (a new one from the OS for every call), made that input's acceptance "
+                                 "band,")
+                   : std::string("restored the case's input from a pristine device copy (its values kind has no "
+                                 "values to draw),")) +
+      " poisoned the output (calls alternate between two input/output address pairs that the checker owns) "
       "and flushed the L2 cache with a cudaMemsetAsync over 2x L2 (" +
       format("%.0f", static_cast<double>(flush_bytes) / (1 << 20)) +
-      " MiB), and after every call it checked the whole output on the device against the case's acceptance band "
-      "before the call's time counted; stopped at >= " + std::to_string(kMinReps) + " repetitions once "
-      "(p75-p25)/median <= " + format("%.2f", kMaxSpread) + ", or at " + std::to_string(kMaxReps) +
-      " repetitions, or after " + format("%.0f", kBudgetSeconds) + " s; ";
+      " MiB), and after every call it checked the whole output on the device against " +
+      std::string(fresh_input ? "that call's" : "the case's") +
+      " acceptance band before the call's time counted; every timed call was followed by one call of the slot's "
+      "reference in the checker process, prepared the same way (its input restored, its output poisoned, L2 "
+      "flushed; both processes' default memory pools keep freed memory, release threshold: all), and the ratio "
+      "to the reference is the median of these pairs' ratios; stopped at >= " +
+      std::to_string(kMinReps) + " pairs once the 95% interval of that median (order statistics) was within +-" +
+      format("%.0f", 100 * kRatioHalfWidth) + "% of it, or at " + std::to_string(kMaxReps) + " pairs, or after " +
+      format("%.0f", kPairedBudgetSeconds) + " s; ";
   switch (clocked) {
     case Clocked::Events:
       method += "each call timed with CUDA events around it on its stream (the judge's own clock around every call "
@@ -103,7 +116,7 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
                 format("%.3f", overhead_ms) + " ms)";
       break;
   }
-  method += "; the reference, CUB and a device-to-device copy were timed the same way in the checker process ";
+  method += "; the reference alone, CUB and a device-to-device copy were timed the same way in the checker process ";
   method += cached ? "on this GPU earlier in the same batch, with the GPU to themselves (the batch's baseline cache)"
                    : "right before the student's calls";
   return method;
@@ -178,9 +191,11 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
                                {"slot", std::string(name(e.c.slot))},
                                {"dtype", std::string(name(e.c.dtype))},
                                {"kind", std::string(name(e.c.kind))},
+                               {"values", std::string(name(e.c.values))},
                                {"n", n},
                                {"offset", in.offset},
-                               {"baselines", !cached.has_value()}},
+                               {"baselines", !cached.has_value()},
+                               {"paired_reference", true}},
                               {in.fd}, &fds);
   } catch (const std::exception& ex) {
     return errors_.push_back("cannot time " + e.c.id + ": " + ex.what());
@@ -200,6 +215,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   }
   const Baselines used = cached ? *cached : setup.at("baselines").get<Baselines>();
   const std::size_t flush_bytes = setup.value("flush_bytes", std::size_t{0});
+  const bool fresh_input = setup.value("fresh_input", false);
 
   // the worker maps the four buffers
   Command begin = command(Mode::TimeBegin, e);
@@ -261,7 +277,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   }
   const double overhead_ms = quantile(empty_ms, 0.5);
 
-  std::vector<double> event_ms, host_ms, judge_ms;
+  std::vector<double> event_ms, host_ms, judge_ms, reference_ms, event_ratios;
   const auto series_start = Clock::now();
   for (int i = 0;; ++i) {
     const int j = i % 2;
@@ -292,19 +308,37 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
       r.message = "the case passed, but a timed call did not compute its result: call " + std::to_string(i + 1) + " (" +
                   std::to_string(std::min(i, kWarmup)) + " warm-up and " + std::to_string(std::max(0, i - kWarmup)) +
                   " timed calls before it) left element " + std::to_string(verified["outside"].get<std::uint64_t>()) +
-                  " outside the checked result. Results must be computed on every call: the timed calls get fresh, "
-                  "poisoned output buffers at alternating addresses, and a slot that returns a remembered result is "
-                  "not timed";
+                  " outside the checked result. Results must be computed on every call: the timed calls get " +
+                  std::string(fresh_input ? "new input values, " : "") +
+                  "fresh, poisoned output buffers at alternating addresses, and a slot that returns a remembered "
+                  "result is not timed";
       end_checker();
       Command end = command(Mode::TimeEnd, e);
       exchange(*worker_, end, 30 * o_.timeout_scale, false, log_);
       return;
     }
     if (i < kWarmup) continue;
+    // the paired reference call (the checker made its own warm-up calls at time_setup)
+    json paired;
+    try {
+      paired = checker_->request({{"op", "reference_call"}}, {});
+    } catch (const std::exception& ex) {
+      paired = {{"error", ex.what()}};
+    }
+    if (paired.contains("error") || !paired.contains("ms") || !paired["ms"].is_number()) {
+      errors_.push_back("cannot time " + e.c.id + ": the checker's reference call: " +
+                        paired.value("error", std::string("no time")));
+      end_checker();
+      Command end = command(Mode::TimeEnd, e);
+      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_path_);
+      return;
+    }
     event_ms.push_back(reply.event_ms);
     host_ms.push_back(reply.host_ms);
     judge_ms.push_back(std::max(0.0, wall - overhead_ms));
-    if (enough(event_ms, seconds_since(series_start))) break;
+    reference_ms.push_back(paired["ms"].get<double>());
+    event_ratios.push_back(reply.event_ms > 0 ? reference_ms.back() / reply.event_ms : 0.0);
+    if (ratio_known(event_ratios, seconds_since(series_start))) break;
   }
   if (const Exchange x = exchange(*worker_, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, false, log_);
       x.kind != Exchange::Reply)
@@ -320,7 +354,18 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   // below 70% of the judge's clock, less 100 us of slack: not what happened (an honest call's
   // reported time is the judge's minus launch and synchronization costs)
   if (reported < 0.7 * judge_median - 0.100) clocked = Clocked::Judge;
-  const Stats mine = summarize(clocked == Clocked::Events ? event_ms : clocked == Clocked::Host ? host_ms : judge_ms);
+  const std::vector<double>& chosen = clocked == Clocked::Events ? event_ms : clocked == Clocked::Host ? host_ms : judge_ms;
+  const Stats mine = summarize(chosen);
+  // the ratio: the median of the paired ratios, with its 95% interval; a paired reference time
+  // counts at most kMaxReferenceSlowdown x the reference timed alone (timing_method.h)
+  const double cap = used.reference_ms > 0 ? kMaxReferenceSlowdown * used.reference_ms : 0.0;
+  int capped = 0;
+  for (double& ms : reference_ms)
+    if (cap > 0 && ms > cap) ms = cap, ++capped;
+  std::vector<double> ratios;
+  for (std::size_t k = 0; k < chosen.size(); ++k) ratios.push_back(chosen[k] > 0 ? reference_ms[k] / chosen[k] : 0.0);
+  const double ratio = quantile(ratios, 0.5);
+  const auto [ratio_lo, ratio_hi] = median_interval(ratios);
 
   // bytes read + written over milliseconds: GB/s = bytes / (ms * 1e6)
   const auto gbps = [bytes](double ms) { return ms > 0 ? 2.0 * static_cast<double>(bytes) / (ms * 1e6) : 0.0; };
@@ -333,13 +378,18 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   t.gbps = gbps(mine.median_ms);
   t.copy_gbps = gbps(used.copy_ms);
   t.fraction_of_copy = t.copy_gbps > 0 ? t.gbps / t.copy_gbps : 0.0;
-  t.reference_ms = used.reference_ms;
+  t.reference_ms = quantile(reference_ms, 0.5);
   t.cub_ms = used.cub_ms;
-  t.ratio_to_reference = mine.median_ms > 0 ? used.reference_ms / mine.median_ms : 0.0;
+  t.ratio_to_reference = ratio;
+  t.ratio_interval = std::make_pair(ratio_lo, ratio_hi);
   t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
-  t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms);
+  t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms, fresh_input);
+  t.method += "; a paired reference time counts at most " + format("%.2f", kMaxReferenceSlowdown) +
+              "x the reference timed alone (" + format("%.3f", used.reference_ms) + " ms; " + std::to_string(capped) +
+              " of " + std::to_string(reference_ms.size()) + " paired reference times were above it)";
   r.timing = t;
   // baselines measured now go to the cache (only positive numbers)
+  // (reference_ms: the reference timed alone, the cap of the paired reference times)
   if (cache.is_object() && !cached && used.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {
     cache[key] = {{"reference_ms", used.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
                   {"measured_by", o_.submission_name}, {"measured_at", utc_now()}};

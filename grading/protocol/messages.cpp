@@ -220,6 +220,7 @@ void to_json(json& j, const Timing& m) {
        {"ratio_to_reference", m.ratio_to_reference},
        {"ratio_to_cub", m.ratio_to_cub},
        {"method", m.method}};
+  if (m.ratio_interval) j["ratio_interval"] = {m.ratio_interval->first, m.ratio_interval->second};
 }
 
 void from_json(const json& j, Timing& m) {
@@ -238,6 +239,12 @@ void from_json(const json& j, Timing& m) {
   m.ratio_to_reference = f.number("ratio_to_reference");
   m.ratio_to_cub = f.number("ratio_to_cub");
   m.method = f.text("method");
+  if (const json* found = f.find("ratio_interval")) {
+    const json& r = *found;
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number() || !r[1].is_number())
+      throw MessageError("field 'ratio_interval' is not two numbers");
+    m.ratio_interval = std::make_pair(r[0].get<double>(), r[1].get<double>());
+  }
   f.nothing_else();
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -118,6 +119,8 @@ struct Timing {
   double spread = 0, gbps = 0, copy_gbps = 0, fraction_of_copy = 0;
   double reference_ms = 0, cub_ms = 0, ratio_to_reference = 0, ratio_to_cub = 0;
   std::string method;
+  /// The 95% interval of ratio_to_reference (the median of paired ratios), when it was measured so.
+  std::optional<std::pair<double, double>> ratio_interval;
 };
 
 /// The reply to "time_call": the times the worker measured itself (evidence: the judge's own clock

@@ -7,10 +7,21 @@
 //   * kWarmup calls first (module load, first-touch allocations, pool growth), not counted;
 //   * stop at >= kMinReps repetitions once (p75 - p25) / median <= kMaxSpread, or at kMaxReps, or
 //     after kBudgetSeconds for one implementation (at least one repetition always).
+// The student's series (grading/judge/timing.cpp) pairs every timed call with one call of the
+// slot's reference in the checker (the same preparation), so that drift of the GPU's clocks or load
+// touches both alike: the ratio is the median of the paired ratios reference / student, and the
+// series stops at >= kMinReps pairs once the distribution-free 95% interval of that median
+// (median_interval) lies within +-kRatioHalfWidth of it, or at kMaxReps, or after kPairedBudgetSeconds.
+// A paired reference time counts at most kMaxReferenceSlowdown x the reference's median timed alone
+// before the series: work the submission leaves running on the GPU after its call returns could
+// slow the reference call that follows (the GPU time-slices the two processes), and that gains at
+// most this factor.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace scangrade::grader::timing {
@@ -20,6 +31,9 @@ inline constexpr int kMinReps = 10;
 inline constexpr int kMaxReps = 200;
 inline constexpr double kMaxSpread = 0.05;
 inline constexpr double kBudgetSeconds = 2.0;
+inline constexpr double kRatioHalfWidth = 0.01;
+inline constexpr double kPairedBudgetSeconds = 4.0;
+inline constexpr double kMaxReferenceSlowdown = 1.10;
 
 inline double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -40,6 +54,29 @@ inline bool enough(const std::vector<double>& ms, double elapsed_s) {
   const int reps = static_cast<int>(ms.size());
   if (reps >= kMaxReps || (reps >= 1 && elapsed_s >= kBudgetSeconds)) return true;
   return reps >= kMinReps && spread_of(ms) <= kMaxSpread;
+}
+
+/// The distribution-free 95% confidence interval of the median of `v` (order statistics: ranks
+/// n/2 -+ 1.96 sqrt(n) / 2, the normal approximation of the binomial; the whole range below 6
+/// values). No assumption on the distribution, no randomness: the same values give the same interval.
+inline std::pair<double, double> median_interval(std::vector<double> v) {
+  if (v.empty()) return {0.0, 0.0};
+  std::sort(v.begin(), v.end());
+  const double m = static_cast<double>(v.size()), half = 0.98 * std::sqrt(m);
+  // 1-based ranks j = floor(m/2 - half), k = ceil(1 + m/2 + half), clamped to [1, m]
+  const double j = std::max(1.0, std::floor(m / 2 - half)), k = std::min(m, std::ceil(1 + m / 2 + half));
+  return {v[static_cast<std::size_t>(j) - 1], v[static_cast<std::size_t>(k) - 1]};
+}
+
+/// True when a paired series (ratios reference / student, warm-ups excluded) may stop, `elapsed_s`
+/// after its start.
+inline bool ratio_known(const std::vector<double>& ratios, double elapsed_s) {
+  const int reps = static_cast<int>(ratios.size());
+  if (reps >= kMaxReps || (reps >= 1 && elapsed_s >= kPairedBudgetSeconds)) return true;
+  if (reps < kMinReps) return false;
+  const double median = quantile(ratios, 0.5);
+  const auto [lo, hi] = median_interval(ratios);
+  return median > 0 && lo >= median * (1 - kRatioHalfWidth) && hi <= median * (1 + kRatioHalfWidth);
 }
 
 struct Stats {

@@ -1,7 +1,10 @@
 // A fake checker for the judge's tests (grading/checker/checker_main.cpp without a GPU): the same
 // ops on memfds instead of device memory, the check and the band made on the CPU with the harness's
 // own rule (check.h), made-up baselines (reference 1 ms, CUB 0.5 ms, copy 0.25 ms; --reference MS
-// changes the first).
+// changes the first; the paired reference calls take the same, or --paired-reference MS). Timed calls get fresh input values before every call, as the checker's do
+// (fresh_input.h, drawn on the CPU from a random seed), and that input's band; --pristine-timing
+// restores the case's input instead (the method before fresh inputs, for tests that show the
+// difference).
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,12 +13,14 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "fd_passing.h"
+#include "fresh_input.h"
 #include "scangrade/check.h"
 #include "scangrade/oracle.h"
 
@@ -111,6 +116,16 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]) == "--socket") sock = std::atoi(argv[++i]);
     else if (std::string(argv[i]) == "--reference") reference_ms = std::stod(argv[++i]);
   }
+  bool pristine_timing = false;
+  double paired_reference_ms = reference_ms;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--pristine-timing") pristine_timing = true;
+    if (std::string(argv[i]) == "--paired-reference" && i + 1 < argc) paired_reference_ms = std::stod(argv[++i]);
+  }
+  std::random_device os_random;
+  bool fresh = false;
+  scangrade::ScanKind timed_kind = scangrade::ScanKind::Inclusive;
+  scangrade::ValueKind timed_values = scangrade::ValueKind::Random;
   if (sock < 0) return 2;
   send_with_fds(sock, json({{"hello", 1}, {"device", "fake checker"}, {"error", ""}}).dump(), {});
   std::unique_ptr<MemFile> in, zone, pairs[4];
@@ -165,6 +180,11 @@ int main(int argc, char** argv) {
       pristine.assign(s.data + offset, s.data + offset + n * 4);
       if (f32) band_of<float>(pristine, n, kind_of(msg), lo, hi);
       else band_of<std::int32_t>(pristine, n, kind_of(msg), lo, hi);
+      timed_kind = kind_of(msg);
+      const auto values = scangrade::parse_value_kind(msg.value("values", std::string("zeros")));
+      timed_values = values ? *values : scangrade::ValueKind::Zeros;
+      fresh = !pristine_timing && scangrade::grader::fresh_values(timed_values);
+      reply["fresh_input"] = fresh;
       reply["sizes"] = json::array();
       for (auto& p : pairs) {
         p = std::make_unique<MemFile>(n * 4);
@@ -177,7 +197,24 @@ int main(int argc, char** argv) {
       reply["flush_bytes"] = 1 << 20;
     } else if (op == "prime") {
       const int j = msg.at("j");
-      std::memcpy(pairs[j]->data, pristine.data(), n * 4);
+      if (fresh) {  // new values and their band (the checker does this on the device)
+        const std::uint64_t seed = (std::uint64_t{os_random()} << 32) | os_random();
+        std::vector<char> drawn(n * 4);
+        for (std::size_t i = 0; i < n; ++i) {
+          if (f32) {
+            const float v = scangrade::grader::InputDraw<float>{timed_values, seed, n}(i);
+            std::memcpy(drawn.data() + i * 4, &v, 4);
+          } else {
+            const std::int32_t v = scangrade::grader::InputDraw<std::int32_t>{timed_values, seed, n}(i);
+            std::memcpy(drawn.data() + i * 4, &v, 4);
+          }
+        }
+        if (f32) band_of<float>(drawn, n, timed_kind, lo, hi);
+        else band_of<std::int32_t>(drawn, n, timed_kind, lo, hi);
+        std::memcpy(pairs[j]->data, drawn.data(), n * 4);
+      } else {
+        std::memcpy(pairs[j]->data, pristine.data(), n * 4);
+      }
       std::memset(pairs[2 + j]->data, 0xff, n * 4);
     } else if (op == "verify") {
       const int j = msg.at("j");
@@ -185,6 +222,8 @@ int main(int argc, char** argv) {
       const bool ok = f32 ? inside<float>(pairs[2 + j]->data, lo.data(), hi.data(), n, at)
                           : inside<std::int32_t>(pairs[2 + j]->data, lo.data(), hi.data(), n, at);
       reply["outside"] = ok ? json(nullptr) : json(at);
+    } else if (op == "reference_call") {
+      reply["ms"] = paired_reference_ms;
     } else if (op == "time_end") {
       for (auto& p : pairs) p.reset();
     } else {

@@ -11,6 +11,11 @@
 //   crash_large=SLOT dies of SIGSEGV on every check of that slot with n > 2048
 //   stale_timed      timed calls write nothing (a slot that caches results)
 //   lying_times      timed calls take 20 ms but report 0.001 ms (a process that forges its clock)
+//   finishes_after_return  timed calls return at once and write their output later, when the next
+//                    command arrives (work left running after the call returned)
+//   caches_sampled_input  timed calls keep a result cache keyed on n and 32 sampled input elements:
+//                    a hit copies the remembered output at once (reports 0.001 ms), a miss computes
+//                    it in 20 ms (reports 20 ms); a hit prints "result cache hit" on stderr
 //   lie_nonce[=K]    replies with a wrong nonce (on command K, or on every command)
 //   bad_stage[=K]    sends a stage line other than "ran" before its reply (on command K, or every)
 //   short_output[=K] leaves the last output element unwritten (poisoned)
@@ -39,6 +44,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -168,6 +174,8 @@ int main(int argc, char** argv) {
   if (mode.name == "exit_early" && mode.k < 0) return 0;
 
   std::unique_ptr<Mapped> timed;         // time_begin .. time_end
+  std::map<std::string, std::vector<char>> result_cache;  // caches_sampled_input
+  int late_pair = -1;                                      // finishes_after_return: the call not yet written
   std::unique_ptr<Mapped> kept_buffers;  // the last shared check's (Command::kept)
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -220,6 +228,10 @@ int main(int argc, char** argv) {
       if (f32) scan_into<float>(in, out, n, inclusive);
       else scan_into<std::int32_t>(in, out, n, inclusive);
     };
+    if (late_pair >= 0 && timed) {  // the work the last timed call left running ends now
+      scan(timed->at[late_pair], timed->at[2 + late_pair]);
+      late_pair = -1;
+    }
     if (cmd.mode == Mode::TimeBegin) {
       timed = std::make_unique<Mapped>(kReplyFd, cmd);
       write_line(kReplyFd, encode(header));
@@ -229,7 +241,28 @@ int main(int argc, char** argv) {
     } else if (cmd.mode == Mode::TimeCall) {
       TimeCallReply r{header};
       if (cmd.call >= 0 && timed) {
-        if (mode.name != "stale_timed") scan(timed->at[cmd.call], timed->at[2 + cmd.call]);
+        if (mode.name == "caches_sampled_input") {
+          const char* in = timed->at[cmd.call];
+          char* out = timed->at[2 + cmd.call];
+          std::string key = std::to_string(n) + ":";
+          for (std::uint64_t s = 0; s < 32 && n > 0; ++s) key.append(in + (s * n / 32) * 4, 4);
+          const auto hit = result_cache.find(key);
+          if (hit != result_cache.end()) {
+            std::memcpy(out, hit->second.data(), n * 4);
+            r.event_ms = r.host_ms = 0.001;
+            std::fprintf(stderr, "fake worker: result cache hit\n");
+            std::fflush(stderr);
+          } else {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            scan(in, out);
+            result_cache[key].assign(out, out + n * 4);
+            r.event_ms = r.host_ms = 20.0;
+          }
+          write_line(kReplyFd, encode(r));
+          continue;
+        }
+        if (mode.name == "finishes_after_return") late_pair = cmd.call;
+        else if (mode.name != "stale_timed") scan(timed->at[cmd.call], timed->at[2 + cmd.call]);
         r.event_ms = r.host_ms = 1.0 / ratio;
         if (mode.name == "lying_times") {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -245,9 +245,10 @@ TEST_F(GpuLockTest, BaselinesMeasuredOnceAreReusedFromTheCache) {
     EXPECT_EQ(b["reference_ms"], 1.0) << key;
     EXPECT_EQ(b["measured_by"], "alice") << key;
   }
-  // the next judge gets the cached baselines: its checker does not measure them
+  // the next judge gets the cached CUB and copy baselines: its checker does not measure them. The
+  // reference is not taken from the cache: it is timed in pairs with the student's calls
   json edited = stored;
-  for (auto& [key, b] : edited["baselines"].items()) b["reference_ms"] = 4.0;
+  for (auto& [key, b] : edited["baselines"].items()) b["reference_ms"] = 4.0, b["cub_ms"] = 4.0;
   std::ofstream(cache) << edited.dump();
   ASSERT_EQ(std::system(judge_command(dir_ + "/second.json", "--mode ok --ratio 2", extra).c_str()), 0);
   const json first = json::parse(read_file(dir_ + "/first.json").value_or("null"));
@@ -257,7 +258,9 @@ TEST_F(GpuLockTest, BaselinesMeasuredOnceAreReusedFromTheCache) {
     EXPECT_NE(fresh.find("right before the student's calls"), std::string::npos) << fresh;
     EXPECT_NE(cached.find("the batch's baseline cache"), std::string::npos) << cached;
     EXPECT_EQ(first["cases"][i]["timing"]["ratio_to_reference"], 2.0);  // 1 ms over the worker's 0.5 ms
-    EXPECT_EQ(second["cases"][i]["timing"]["reference_ms"], 4.0);
+    EXPECT_EQ(second["cases"][i]["timing"]["cub_ms"], 4.0);
+    EXPECT_EQ(second["cases"][i]["timing"]["reference_ms"], 1.0);       // paired, not cached
+    EXPECT_EQ(second["cases"][i]["timing"]["ratio_to_reference"], 2.0);
   }
   // an unreadable cache is rebuilt, not fatal
   std::ofstream(cache) << "{ not json";

@@ -68,6 +68,15 @@ TEST(GpuGrading, ReferenceGetsFullMarksOnThePublicSuite) {
       // the reference against itself: a ratio near 1, but on a shared GPU (ctest runs other GPU
       // tests beside it) any single figure can be off; ratios are benchmarked, not asserted
       EXPECT_GT(c["timing"]["ratio_to_reference"], 0.0) << c["id"];
+      // fresh input on every timed call (the public suite's perf cases are `random`), paired
+      // reference calls, and the ratio inside its own interval
+      const json& t = c["timing"];
+      EXPECT_NE(t["method"].get<std::string>().find("new input values"), std::string::npos) << t["method"];
+      EXPECT_NE(t["method"].get<std::string>().find("median of these pairs' ratios"), std::string::npos) << t["method"];
+      EXPECT_GT(t["reference_ms"].get<double>(), 0.0) << c["id"];
+      ASSERT_TRUE(t.contains("ratio_interval") && t["ratio_interval"].size() == 2) << c["id"];
+      EXPECT_LE(t["ratio_interval"][0].get<double>(), t["ratio_to_reference"].get<double>()) << c["id"];
+      EXPECT_GE(t["ratio_interval"][1].get<double>(), t["ratio_to_reference"].get<double>()) << c["id"];
     }
   }
   std::size_t perf_cases = 0;

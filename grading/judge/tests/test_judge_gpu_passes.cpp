@@ -14,8 +14,13 @@ TEST_F(Judge, GpuBackendTimesPerfCasesAndScoresPerformance) {
   const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
   ASSERT_TRUE(t.is_object());
   EXPECT_EQ(t["ratio_to_reference"], 0.625);
+  EXPECT_EQ(t["ratio_interval"], json::array({0.625, 0.625}));  // constant pairs: a point
+  EXPECT_TRUE(contains(t["method"], "median of these pairs' ratios")) << t["method"];
   EXPECT_TRUE(case_of(r.results, "hs.int32.n10")["timing"].is_null());  // not a perf case
   EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio"].get<double>(), 0.625);
+  ASSERT_TRUE(r.results["slots"]["hierarchical"]["perf_ratio_interval"].is_array());
+  EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio_interval"][0].get<double>(), 0.625);
+  EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_ratio_interval"][1].get<double>(), 0.625);
   EXPECT_DOUBLE_EQ(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 2.0);
   EXPECT_DOUBLE_EQ(r.results["slots"]["single_pass"]["perf_points"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(r.results["score"]["total"].get<double>(), 8.0);
@@ -64,6 +69,68 @@ TEST_F(Judge, ATimedCallThatDidNotComputeItsResultFailsTheCase) {
   }
   EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_points"], 0);
   expect_others_pass(r.results, {"hier.int32.n5000.excl", "sp.float32.n3000.real"});
+}
+
+TEST_F(Judge, WorkLeftRunningAfterATimedCallReturnsFailsTheCase) {
+  // the worker's timed calls return at once and write their output only when the next command
+  // arrives: the checker verifies each call's output before the next command, so it finds the poison
+  const Result r = judge(worker("--mode finishes_after_return"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  for (const char* id : {"hier.int32.n5000.excl", "sp.float32.n3000.real"}) {
+    const json& c = case_of(r.results, id);
+    EXPECT_EQ(c["status"], "fail") << id;
+    EXPECT_TRUE(contains(c["message"], "Results must be computed on every call")) << c["message"];
+    EXPECT_TRUE(contains(c["message"], "new input values")) << c["message"];
+    EXPECT_TRUE(c["timing"].is_null()) << id;
+  }
+}
+
+TEST_F(Judge, TimedCallsGetFreshInputSoACacheKeyedOnTheInputNeverHits) {
+  // the worker remembers each result under n and 32 sampled input elements and returns it at once on
+  // a hit. Every timed call gets new input values (the checker's own seed), so every call misses
+  const Result r = judge(worker("--mode caches_sampled_input"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  for (const char* id : {"hier.int32.n5000.excl", "sp.float32.n3000.real"}) {  // random and real values
+    const json& c = case_of(r.results, id);
+    EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+    ASSERT_TRUE(c["timing"].is_object()) << id;
+    EXPECT_TRUE(contains(c["timing"]["method"], "new input values")) << c["timing"]["method"];
+  }
+  // no timed call was a cache hit (the worker says so on every hit; times are not asserted: the
+  // machine is shared)
+  EXPECT_FALSE(contains(r.results["student_output"]["text"], "result cache hit"));
+}
+
+TEST_F(Judge, WithThePristineInputRestoredTheSampledInputCacheHits) {
+  // the same worker against a checker that restores the case's input before every timed call (the
+  // method before fresh inputs): the cache hits (and the slot would time at a copy's speed). This is
+  // what the test above rules out.
+  const std::string checker = dir_ + "/pristine-checker.sh";
+  write_text(checker, "#!/bin/sh\nexec " + quote(kFakeChecker) + " --pristine-timing \"$@\"\n");
+  chmod(checker.c_str(), 0755);
+  const Result r = judge(worker("--mode caches_sampled_input"), "--sanitizer off --checker " + quote(checker), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  const json& c = case_of(r.results, "hier.int32.n5000.excl");
+  ASSERT_TRUE(c["timing"].is_object()) << c["message"];
+  EXPECT_TRUE(contains(r.results["student_output"]["text"], "result cache hit"));
+  EXPECT_FALSE(contains(c["timing"]["method"], "new input values")) << c["timing"]["method"];
+}
+
+TEST_F(Judge, APairedReferenceSlowerThanAloneCountsAtMostTheCap) {
+  // the reference timed alone takes 1 ms, its paired calls 3 ms (as if the submission left work
+  // running on the GPU to slow them): each counts as 1.1 ms, so the ratio is 1.1 / 1.6, not 3 / 1.6
+  const std::string checker = dir_ + "/slow-pairs-checker.sh";
+  write_text(checker, "#!/bin/sh\nexec " + quote(kFakeChecker) + " --paired-reference 3 \"$@\"\n");
+  chmod(checker.c_str(), 0755);
+  const Result r = judge(worker("--mode ok --ratio 0.625"), "--sanitizer off --checker " + quote(checker), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_DOUBLE_EQ(t["ratio_to_reference"].get<double>(), 1.1 / 1.6);
+  EXPECT_DOUBLE_EQ(t["reference_ms"].get<double>(), 1.1);
+  EXPECT_TRUE(contains(t["method"], "10 of 10 paired reference times were above it")) << t["method"];
 }
 
 TEST_F(Judge, TimesBelowTheJudgesClockAreReplacedByIt) {

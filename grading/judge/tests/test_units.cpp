@@ -9,9 +9,33 @@
 #include "sanitizer_xml.h"
 #include "scoring.h"
 #include "sha256.h"
+#include "timing_method.h"
 
 namespace scangrade::grader {
 namespace {
+
+TEST(TimingMethod, MedianIntervalIsTheOrderStatisticsOfTheBinomial) {
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  // ranks floor(50 - 9.8) = 40 and ceil(1 + 50 + 9.8) = 61 (1-based)
+  EXPECT_EQ(timing::median_interval(v), std::make_pair(40.0, 61.0));
+  // below a handful of values: the whole range
+  EXPECT_EQ(timing::median_interval({3.0, 1.0, 2.0}), std::make_pair(1.0, 3.0));
+  EXPECT_EQ(timing::median_interval({}), std::make_pair(0.0, 0.0));
+}
+
+TEST(TimingMethod, APairedSeriesStopsOnceTheRatioIsKnownWithinOnePercent) {
+  std::vector<double> steady(timing::kMinReps - 1, 0.5);
+  EXPECT_FALSE(timing::ratio_known(steady, 0.1));  // fewer than kMinReps pairs
+  steady.push_back(0.5);
+  EXPECT_TRUE(timing::ratio_known(steady, 0.1));
+  // ratios spread over +-10%: the interval of 20 is wider than +-1%, so the series goes on
+  std::vector<double> noisy;
+  for (int i = 0; i < 20; ++i) noisy.push_back(1.0 + 0.01 * ((i * 7) % 21 - 10));
+  EXPECT_FALSE(timing::ratio_known(noisy, 0.1));
+  EXPECT_TRUE(timing::ratio_known(noisy, timing::kPairedBudgetSeconds));  // the budget
+  EXPECT_TRUE(timing::ratio_known(std::vector<double>(timing::kMaxReps, 1.0), 0.1));
+}
 
 TEST(DeathHint, SegfaultAtTinyNNamesDeepRecursion) {
   ExitInfo segv;
