@@ -330,7 +330,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
                         paired.value("error", std::string("no time")));
       end_checker();
       Command end = command(Mode::TimeEnd, e);
-      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_path_);
+      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_);
       return;
     }
     event_ms.push_back(reply.event_ms);
