@@ -12,6 +12,10 @@ MAX_PATH_CHARS for a path. A zip's entry count is read from its end record befor
 and a tar is read as a stream, one member at a time, through a cap on its decompressed bytes: the
 grader's memory stays bounded whatever the archive declares.
 
+A folder whose path holds a character the compilers cannot take (a quote, a backslash, $, `, a line
+break...: nvcc writes the path into its PTX between quotes and runs its steps through a shell) is graded
+from a private copy of its student/; the submission keeps its name.
+
 A submission that cannot be read that way gets a `layout_error` that says what was found and what
 to do, e.g. "found hillis_steele.cu at the top level: put your files in student/".
 
@@ -27,6 +31,7 @@ import gzip
 import io
 import lzma
 import os
+import re
 import shutil
 import stat
 import struct
@@ -483,6 +488,29 @@ def _scan_student_dir(sub: Submission) -> None:
                              "(only .cu files directly in student/ are)")
 
 
+# what a path handed to the compilers may hold: nvcc writes the source's absolute path into the PTX
+# between quotes (a quote there stops ptxas) and passes -o and source paths through a shell ($ and `
+# expand); anything else in the folder's path is graded from a private copy (_stage)
+_COMPILER_SAFE = re.compile(r"[\w./+,:=@%~ '-]*")
+
+
+def _stage(sub: Submission, workdir: Path | None) -> None:
+    """Grade a folder whose path the compilers cannot take from a private copy of its student/ (links,
+    already checked to stay inside the submission, are copied as the files they name)."""
+    if sub.root is None or _COMPILER_SAFE.fullmatch(str(sub.root)):
+        return
+    if sub.workdir is None:
+        sub.workdir = Path(tempfile.mkdtemp(prefix="scangrade-sub-", dir=workdir))
+        os.chmod(sub.workdir, 0o700)
+    staged = sub.workdir / "staged"
+    try:
+        shutil.copytree(sub.root / "student", staged / "student", symlinks=False,
+                        ignore=lambda d, names: [n for n in names if _is_junk(n)])
+    except (OSError, shutil.Error) as exc:
+        raise LayoutError(f"cannot read student/ ({exc})") from None
+    sub.root, sub.student_dir = staged, staged / "student"
+
+
 def load_submission(path: Path, workdir: Path | None = None) -> Submission:
     """Resolve a submission. Archives are unpacked into a private folder (under workdir if given)
     that Submission.cleanup() removes. Never raises LayoutError: it is returned in layout_error."""
@@ -496,6 +524,7 @@ def load_submission(path: Path, workdir: Path | None = None) -> Submission:
             sub.name = submission_name(path.resolve().parent)
             sub.root = path.resolve().parent
             sub.student_dir = path.resolve()
+            _stage(sub, workdir)
             _scan_student_dir(sub)
             return sub
         if path.is_dir():
@@ -514,6 +543,7 @@ def load_submission(path: Path, workdir: Path | None = None) -> Submission:
         sub.student_dir = sub.root / "student"
         if sub.root != top:
             sub.notes.append(f"used {sub.root.relative_to(top).as_posix()}/student (one folder down)")
+        _stage(sub, workdir)
         _scan_student_dir(sub)
     except LayoutError as exc:
         sub.layout_error = str(exc)

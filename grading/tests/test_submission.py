@@ -294,3 +294,20 @@ def test_archive_size_and_member_names(tmp_path, monkeypatch):
     assert "has a path longer than 1024 characters or a name longer than 255: refused" in error_of(long_name)
     control = zip_of(tmp_path / "ctl.zip", dict(ALL_SLOTS, **{"student/a\x1b[2Jb.cuh": "x"}))
     assert error_of(control) == "ctl.zip: member 'student/a\\x1b[2Jb.cuh' has a control character in its name: refused"
+
+
+def test_a_folder_the_compilers_cannot_name_is_graded_from_a_private_copy(tmp_path):
+    plain = make_submission(tmp_path / "plain name-1", dict(ALL_SLOTS, **{"student/h.cuh": "// h\n"}))
+    with load_submission(plain) as sub:
+        assert sub.root == plain.resolve() and sub.workdir is None
+    odd = make_submission(tmp_path / 'odd "name\\ $x `id`\n', dict(ALL_SLOTS, **{"student/h.cuh": "// h\n"}))
+    (odd / "student" / "link.cuh").symlink_to("h.cuh")
+    with load_submission(odd) as sub:
+        assert sub.layout_error is None and sub.name == odd.name
+        assert sub.workdir is not None and sub.root.is_relative_to(sub.workdir)
+        assert submission._COMPILER_SAFE.fullmatch(str(sub.root))
+        assert set(sub.slot_files) == set(SLOTS) and all(p.is_relative_to(sub.root) for p in sub.slot_files.values())
+        assert (sub.student_dir / "h.cuh").read_text() == "// h\n"
+        assert not (sub.student_dir / "link.cuh").is_symlink() and (sub.student_dir / "link.cuh").read_text() == "// h\n"
+        workdir = sub.workdir
+    assert not workdir.exists()
