@@ -495,19 +495,26 @@ _COMPILER_SAFE = re.compile(r"[\w./+,:=@%~ '-]*")
 
 
 def _stage(sub: Submission, workdir: Path | None) -> None:
-    """Grade a folder whose path the compilers cannot take from a private copy of its student/ (links,
-    already checked to stay inside the submission, are copied as the files they name)."""
+    """Grade a folder whose path the compilers cannot take from a private copy of its student/ (links to
+    files, already checked to stay inside the submission, are copied as the files they name; links to
+    folders are left out, so a loop copies nothing twice)."""
     if sub.root is None or _COMPILER_SAFE.fullmatch(str(sub.root)):
         return
     if sub.workdir is None:
         sub.workdir = Path(tempfile.mkdtemp(prefix="scangrade-sub-", dir=workdir))
         os.chmod(sub.workdir, 0o700)
     staged = sub.workdir / "staged"
+    source = sub.root / "student"
     try:
-        shutil.copytree(sub.root / "student", staged / "student", symlinks=False,
-                        ignore=lambda d, names: [n for n in names if _is_junk(n)])
-    except (OSError, shutil.Error) as exc:
-        raise LayoutError(f"cannot read student/ ({exc})") from None
+        for dirpath, dirnames, filenames in os.walk(source, followlinks=False):   # links to folders: left out
+            dirnames[:] = [d for d in dirnames if not _is_junk(d)]
+            here = staged / "student" / Path(dirpath).relative_to(source)
+            here.mkdir(parents=True, exist_ok=True)
+            for name in filenames:
+                if not _is_junk(name) and (Path(dirpath) / name).is_file():
+                    shutil.copyfile(Path(dirpath) / name, here / name)
+    except OSError as exc:
+        raise LayoutError(f"cannot read student/ ({exc.strerror})") from None
     sub.root, sub.student_dir = staged, staged / "student"
 
 

@@ -311,3 +311,11 @@ def test_a_folder_the_compilers_cannot_name_is_graded_from_a_private_copy(tmp_pa
         assert not (sub.student_dir / "link.cuh").is_symlink() and (sub.student_dir / "link.cuh").read_text() == "// h\n"
         workdir = sub.workdir
     assert not workdir.exists()
+
+
+def test_private_copy_leaves_links_to_folders_out(tmp_path):
+    odd = make_submission(tmp_path / "loop$", ALL_SLOTS)
+    (odd / "student" / "again").symlink_to(".")                       # a loop inside the submission
+    with load_submission(odd) as sub:
+        assert sub.layout_error is None and sub.workdir is not None
+        assert sorted(p.name for p in sub.student_dir.iterdir()) == sorted(f"{s}.cu" for s in SLOTS)
