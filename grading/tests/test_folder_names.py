@@ -147,3 +147,21 @@ def test_nvcc_compiles_a_folder_of_any_name(tmp_path):
             build._compile_all(recipe, units, sub.student_dir, sub.root, 2, build.COMPILE_TIMEOUT_S)
         for u in units:
             assert u.ok, (name, u.display, normalize_log(u.run.output if u.run else "", root))
+
+
+@needs_emulate
+@pytest.mark.parametrize("backend", ["emulate", "gpu"])
+def test_compile_log_names_headers_from_the_submission(tmp_path, backend):
+    """build.json's log: an error in a student header reads student/x.cuh:N on both backends."""
+    if backend == "gpu" and not Path(toolchain.get("nvcc", "")).is_file():
+        pytest.skip("no nvcc")
+    root = tmp_path / "some folder"
+    (root / "student").mkdir(parents=True)
+    (root / "student" / "blelloch.cu").write_text('#include "bad.cuh"\n')
+    (root / "student" / "bad.cuh").write_text("#pragma once\nint broken() { return undeclared_name; }\n")
+    recipe = Recipe.from_toolchain(read_toolchain(REAL_BUILD), backend, sandbox="off")
+    with load_submission(root) as sub:
+        result = build.build(sub, recipe, tmp_path / "out", jobs=2)
+    assert result.failed_slots == ["blelloch"]
+    assert "student/bad.cuh:2" in result.log and "undeclared_name" in result.log, result.log
+    assert str(root) not in result.log and str(tmp_path) not in result.log, result.log
