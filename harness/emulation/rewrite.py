@@ -1122,7 +1122,8 @@ class Translation:
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise RewriteError(1, f"cannot read {path}: {e}") from e
+            why = e.reason if isinstance(e, UnicodeDecodeError) else e.strerror
+            raise RewriteError(1, f"cannot read {display}: {why}") from e
 
         def include_hook(name: str) -> str | None:
             # where the compiler looks for a quoted name: the including file's folder, then the first
