@@ -8,7 +8,6 @@ gallery entry; the end-to-end ones grade it (emulated) and compile it with nvcc 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
