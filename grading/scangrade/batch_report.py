@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from .exporters import FILE_NAMES
+from .exporters import FILE_NAMES, printable
 from .feedback import FILE_NAME as FEEDBACK_PAGE
 from .gradebook import Student, gradebook_rows, write_atomic
 from .lms import Entry
@@ -163,8 +163,8 @@ def render_report(students: list[Student], record: dict, columns: list[str], row
                  for name in [FEEDBACK_PAGE, "results.json", "build.json", "judge.log", *FILE_NAMES.values()]
                  if (st.out / name).is_file()]
         submission_rows.append({
-            "id": st.entry.student_id, "raw_name": st.entry.raw_name, "outcome": st.outcome, "reused": st.reused,
-            "error": st.error, "percent": row["percent"], "flags": st.flags, "files": files,
+            "id": st.entry.student_id, "raw_name": printable(st.entry.raw_name), "outcome": st.outcome,
+            "reused": st.reused, "error": printable(st.error), "percent": row["percent"], "flags": st.flags, "files": files,
             "link": files[0][1] if files and files[0][0] in (FEEDBACK_PAGE, "results.json") else "",
             "total": f"{row['total']}/{row['max_total']}" if row["total"] != "" else "—",
             "slots": [str(row[s]) for s in SLOTS]})

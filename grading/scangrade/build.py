@@ -303,8 +303,13 @@ class BuildResult:
 _NVCC_LOCATION = re.compile(r"^(?P<file>[^\s:()]+\.(?:cu|cuh|h|hpp|cpp|cc))\((?P<line>\d+)\): ", re.MULTILINE)
 
 
-def normalize_log(text: str) -> str:
-    """nvcc writes file(12): error; print it as file:12: error like every other compiler."""
+def normalize_log(text: str, root: Path | None = None) -> str:
+    """nvcc writes file(12): error; print it as file:12: error like every other compiler. Paths under
+    root (the folder that holds student/) are named from it: student/x.cuh:3, never the grading folder."""
+    if root is not None:
+        for prefix in dict.fromkeys((str(root), os.path.realpath(root))):
+            if prefix.rstrip("/"):
+                text = text.replace(prefix.rstrip("/") + "/", "")
     return _NVCC_LOCATION.sub(r"\g<file>:\g<line>: ", text)
 
 
@@ -343,7 +348,11 @@ def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, time
         if unit.violations:
             unit.run = Run(0, "", 0.0)
             return unit
-    for cmd in recipe.compile_steps(unit.source, unit.obj, include_dir):
+    # student/ named from the working folder (the submission's): nvcc cannot take an -I path holding a
+    # quote, and compiler messages then name headers student/x.cuh, not by the grading folder's path
+    include_arg = (Path(os.path.relpath(include_dir, cwd))
+                   if include_dir.is_absolute() and include_dir.is_relative_to(cwd) else include_dir)
+    for cmd in recipe.compile_steps(unit.source, unit.obj, include_arg):
         r = run_tool(cmd, cwd, timeout, recipe.confine, [include_dir, source.parent], [unit.obj.parent])
         seconds += r.seconds
         outputs.append(r.output)
@@ -454,7 +463,7 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
     sections: list[str] = []
     warnings = 0
     for u in units:
-        text = normalize_log(u.run.output if u.run else "")
+        text = normalize_log(u.run.output if u.run else "", root)
         warnings += count_warnings(text)
         if not u.ok and not u.stub:
             how = "timed out" if u.run and u.run.returncode is None else f"failed (exit {u.run.returncode})"
@@ -466,7 +475,7 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
             sections.insert(0, f"== {u.display}: breaks a rule of the assignment (not linked) ==\n"
                                + "".join(f"{v.evidence}\n" for v in u.violations))
     for u in units:
-        text = normalize_log(u.run.output if u.run else "")
+        text = normalize_log(u.run.output if u.run else "", root)
         if u.ok and not u.stub and text.strip():
             sections.append(f"== {u.display}: warnings ==\n{text}")
 
@@ -503,7 +512,7 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
     link_run = link(set(good))
     if not link_run.ok:
         # find which slots break the link: each alone with stubs elsewhere
-        sections.append(f"== link failed ==\n{normalize_log(link_run.output)}")
+        sections.append(f"== link failed ==\n{normalize_log(link_run.output, root)}")
         stubs_needed = [s for s in good if s not in stubs]
         extra = [_stub_unit(s, f"student/{SLOT_FILES[s]} did not link", out) for s in stubs_needed]
         _compile_all(recipe, extra, include_dir, root, jobs, timeout)

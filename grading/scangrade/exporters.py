@@ -18,6 +18,12 @@ A case that did not pass reads the same everywhere a student sees it: case_feedb
 (the judge's message with its hint lines, why the case exists, its seed and the `make test` command
 that reruns it), and Gradescope's and PrairieLearn's test output and the slot section of
 feedback.html (scangrade/feedback.py) are those lines.
+
+Every string of results.json (messages, compile logs, student output, names: any text the student's
+code or files produced) goes through printable() before any export uses it, so each file is valid
+whatever the text held: a control character other than tab and line break (C0, DEL, C1) is shown as
+text (`\x1b`), a carriage return becomes a line break, and a lone surrogate (undecodable output) or
+U+FFFE/U+FFFF becomes U+FFFD. XML 1.0 cannot carry those characters even escaped.
 """
 
 from __future__ import annotations
@@ -76,6 +82,32 @@ def load_results(path: Path, validate: bool = True) -> dict:
 
 
 # --- shared helpers ---------------------------------------------------------------------------------
+
+# what XML 1.0 cannot carry (C0 but tab and line breaks, surrogates, U+FFFE, U+FFFF), with DEL and the
+# C1 controls a terminal would act on
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _shown(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code <= 0x9F else "\ufffd"
+
+
+def printable(text: str) -> str:
+    """text that every export format can carry and every reader shows as it is (module docstring)."""
+    return _UNPRINTABLE.sub(_shown, text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def printable_doc(doc):
+    """A copy of a results document (or any JSON value) with printable() applied to every string."""
+    if isinstance(doc, str):
+        return printable(doc)
+    if isinstance(doc, dict):
+        return {printable(k) if isinstance(k, str) else k: printable_doc(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [printable_doc(v) for v in doc]
+    return doc
+
 
 def fmt_points(x: float) -> str:
     return f"{x:g}" if float(x) != int(x) else str(int(x))
@@ -269,6 +301,7 @@ def perf_output(results: dict, slot: str, student_facing: bool = False) -> str:
 # --- Gradescope -------------------------------------------------------------------------------------
 
 def to_gradescope(results: dict) -> dict:
+    results = printable_doc(results)
     tests: list[dict] = []
     log_shown: set[str] = set()
     first_compile: dict[str, str] = {}
@@ -375,6 +408,7 @@ def _pl_fit(doc: dict, limit: int) -> dict:
 
 
 def to_prairielearn(results: dict, student_facing: bool = True, limit: int = PL_LIMIT) -> dict:
+    results = printable_doc(results)
     lines = summary_lines(results)
     if not graded(results):
         errors = ([results["build"]["log"].strip()] if results["build"]["status"] == "layout_error"
@@ -396,6 +430,7 @@ def to_prairielearn(results: dict, student_facing: bool = True, limit: int = PL_
 
 def to_autolab(results: dict, student_facing: bool = True) -> str:
     """Two lines: the _presentation feedback, then the score line Autolab reads (the last line)."""
+    results = printable_doc(results)
     feedback: dict = {"_presentation": "semantic", "stages": []}
     for slot, cases in slot_cases(results).items():
         if not cases:
@@ -422,12 +457,15 @@ def to_autolab(results: dict, student_facing: bool = True) -> str:
                    if s in results["slots"] and results["slots"][s].get("perf_ratio") is not None else 0
                    for s in SLOTS]
     score_line = {"scores": scores, "scoreboard": scoreboard}
-    return json.dumps(feedback, ensure_ascii=False) + "\n" + json.dumps(score_line) + "\n"
+    # one line each, for readers that split on any line separator too (str.splitlines)
+    line = json.dumps(feedback, ensure_ascii=False).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return line + "\n" + json.dumps(score_line) + "\n"
 
 
 # --- JUnit XML --------------------------------------------------------------------------------------
 
 def to_junit(results: dict) -> str:
+    results = printable_doc(results)
     root = ET.Element("testsuites", name="scangrade")
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total_time = 0.0

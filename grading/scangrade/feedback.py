@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .exporters import (EMULATED, STATUS_TEXT, Line, add_results_arguments, case_feedback, case_title, feedback_text,
+                        printable_doc,
                         fmt_points, is_hidden, results_from_args, slot_cases)
 from .vocab import SLOT_FILES, slot_verdict
 
@@ -130,6 +131,7 @@ def slot_feedback(results: dict, slot: str, cases: list[dict], instructor: bool 
 
 def page_model(results: dict, instructor: bool = False) -> dict:
     """What the template shows, computed from results.json alone."""
+    results = printable_doc(results)     # any student text: see exporters.printable
     s, b = results["score"], results["build"]
     env = results["environment"]
     layout_error = b["status"] == "layout_error"

@@ -5,6 +5,10 @@ Gradebook columns: student_id, raw_name, outcome (graded | not_graded | error), 
 separated, in vocab.FLAG_ORDER), one column per slot (its correctness points), <slot>_perf for slots
 with performance points, perf_points, points, total, max_total, percent, meets_threshold,
 cases_passed, cases, backend, run (graded | reused), seconds, results.
+
+Every text cell is written through gradebook_cell(): controls shown as text (exporters.printable), at
+most MAX_CELL characters, and a cell that starts with = + - @ (tab, CR) and is not a plain number is
+written after a ' so that a spreadsheet shows it as text instead of running it as a formula.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .exporters import fmt_points
+from .exporters import fmt_points, printable
 from .lms import Entry
 from .vocab import SLOTS, ordered_flags
 
@@ -93,9 +98,27 @@ def perf_slots(students: list[Student]) -> list[str]:
                                     for st in students)]
 
 
+MAX_CELL = 2000     # characters of one gradebook cell (csv readers refuse fields past 128 KiB by default)
+_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+
+
 def _safe_cell(text: str) -> str:
-    """Spreadsheets run cells that start with = + - @ as formulas: a file name must not."""
+    """Spreadsheets run cells that start with = + - @ (tab, CR) as formulas: a name or a message must
+    not. Such a cell is written after a ' (shown as text); a plain number like -1.5 stays a number."""
+    if _NUMBER.match(text):
+        return text
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def gradebook_cell(value: object) -> object:
+    """A cell as written: text made printable (exporters.printable), cut to MAX_CELL characters, and
+    kept from running as a formula; numbers as they are."""
+    if not isinstance(value, str):
+        return value
+    text = printable(value)
+    if len(text) > MAX_CELL:
+        text = text[:MAX_CELL] + f" ... [{len(text) - MAX_CELL} more characters]"
+    return _safe_cell(text)
 
 
 def gradebook_rows(students: list[Student], out: Path, threshold: float | None) -> tuple[list[str], list[dict]]:
@@ -133,7 +156,7 @@ def write_gradebook(path: Path, columns: list[str], rows: list[dict]) -> None:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
     w.writeheader()
-    w.writerows(rows)
+    w.writerows({k: gradebook_cell(v) for k, v in row.items()} for row in rows)
     write_atomic(path, buf.getvalue())
 
 

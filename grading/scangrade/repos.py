@@ -32,7 +32,10 @@ third column, or run `pin` at the deadline (it records each default branch's tip
 Only regular files directly in student/ whose names end in .cu or .cuh are exported (links,
 submodules, other folders and every other file are left out, and counted in the notes): a repository
 that rewrites grading/, the suites or the workflows changes nothing. Git never checks anything out
-(a bare clone; no hooks, filters or LFS run) and never asks for credentials (GIT_TERMINAL_PROMPT=0,
+(a bare clone; no hooks, filters or LFS run) and no file is read before its size is known: the sizes
+come from `git ls-tree -l`, and a file over MAX_SOURCE_BYTES, a total over MAX_BYTES or more than
+MAX_FILES entries in student/ is refused with the file's name and size (the grader's memory stays
+bounded whatever the repository holds) and never asks for credentials (GIT_TERMINAL_PROMPT=0,
 no askpass, ssh in batch mode); every git command has a timeout. Only the transports file, git,
 http(s) and ssh are allowed.
 """
@@ -46,13 +49,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from .lms import MAX_ID, slug
-from .vocab import MAX_BYTES, MAX_FILES
+from .vocab import MAX_BYTES, MAX_FILES, MAX_SOURCE_BYTES
 
 CLONE_TIMEOUT_S = 120
 GIT_TIMEOUT_S = 60
@@ -156,7 +160,10 @@ def git_env(git_config: Path | None = None) -> dict[str, str]:
     env.update(GIT_TERMINAL_PROMPT="0", GIT_ASKPASS="/bin/false", SSH_ASKPASS="/bin/false", GCM_INTERACTIVE="never",
                GIT_SSH_COMMAND="ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new",
                GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=str(git_config) if git_config else os.devnull,
-               GIT_ALLOW_PROTOCOL="file:git:http:https:ssh", LC_ALL="C")
+               GIT_ALLOW_PROTOCOL="file:git:http:https:ssh", LC_ALL="C",
+               # objects over 1 MiB are streamed, never inflated whole in git's memory (a clone
+               # of a small repository can hold a blob of a GiB of zeros)
+               GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="core.bigFileThreshold", GIT_CONFIG_VALUE_0="1m")
     return env
 
 
@@ -216,28 +223,75 @@ def choose_commit(repo: Path, spec: RepoSpec, deadline: datetime | None, env: di
                    f"{deadline.isoformat()}")
 
 
-def export_student(repo: Path, sha: str, dest: Path, env: dict[str, str]) -> tuple[list[str], list[str]]:
+def list_student_tree(repo: Path, sha: str, env: dict[str, str], max_entries: int = MAX_FILES,
+                      timeout: float = GIT_TIMEOUT_S) -> list[tuple[str, str, str, int, str]]:
+    """(mode, kind, blob, size, path) of every entry under student/ at sha (`git ls-tree -r -l`: sizes
+    come from the object headers, nothing is read). The listing is read as a stream and refused past
+    max_entries, so a tree of a million names costs the grader no memory."""
+    cmd = ["git", "ls-tree", "-r", "-l", "-z", "--full-tree", sha, "--", "student/"]
+    try:
+        proc = subprocess.Popen(cmd, cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}") from None
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    entries: list[tuple[str, str, str, int, str]] = []
+    pending, complete = b"", False
+    try:
+        assert proc.stdout is not None
+        while True:
+            chunk = proc.stdout.read(1 << 16)
+            if not chunk:
+                complete = True
+                break
+            items = (pending + chunk).split(b"\0")
+            pending = items.pop()
+            for item in items:
+                meta, path_b = item.split(b"\t", 1)
+                mode, kind, blob, size = meta.decode().split()
+                entries.append((mode, kind, blob, int(size) if size.isdigit() else 0,
+                                path_b.decode("utf-8", errors="replace")))
+                if len(entries) > max_entries:
+                    raise GitError(f"student/ at {sha[:12]} holds more than {max_entries} entries: refused")
+    finally:
+        if not complete:
+            proc.kill()
+        proc.wait()
+        expired = not timer.is_alive() and proc.returncode != 0
+        timer.cancel()
+    if expired:
+        raise GitError(f"git ls-tree: no answer within {timeout:g} s")
+    if proc.returncode != 0:
+        raise GitError(f"git ls-tree exited {proc.returncode} on {sha[:12]}")
+    return entries
+
+
+def export_student(repo: Path, sha: str, dest: Path, env: dict[str, str], max_file_bytes: int = MAX_SOURCE_BYTES,
+                   max_bytes: int = MAX_BYTES) -> tuple[list[str], list[str]]:
     """Write the commit's student/*.cu and student/*.cuh (regular files only) under dest/student/.
-    Returns (files written, notes)."""
-    listing = bytes(git(["ls-tree", "-r", "-z", "--full-tree", sha, "--", "student/"], env, cwd=repo, text=False))
-    files, skipped, total = [], [], 0
-    for item in listing.split(b"\0"):
-        if not item:
-            continue
-        meta, path_b = item.split(b"\t", 1)
-        mode, kind, blob = meta.decode().split()
-        path = PurePosixPath(path_b.decode("utf-8", errors="replace"))
+    Every size is checked from the listing before any file is read: a file over max_file_bytes or a
+    total over max_bytes is refused (GitError naming the file and its size). Returns (files, notes)."""
+    chosen, skipped, total = [], [], 0
+    for mode, kind, blob, size, name in list_student_tree(repo, sha, env):
+        path = PurePosixPath(name)
         direct = len(path.parts) == 2 and path.suffix in EXPORTED_SUFFIXES
-        if not direct or kind != "blob" or mode not in ("100644", "100755"):
+        if not direct or kind != "blob" or mode not in ("100644", "100755") or len(chosen) >= MAX_FILES:
             skipped.append(str(path))
             continue
-        if len(files) >= MAX_FILES:
-            skipped.append(str(path))
-            continue
+        if size > max_file_bytes:
+            raise GitError(f"{path} at {sha[:12]} is {size} bytes: a student source file may hold at most "
+                           f"{max_file_bytes} bytes")
+        total += size
+        if total > max_bytes:
+            raise GitError(f"student/ at {sha[:12]} holds more than {max_bytes} bytes of .cu/.cuh files "
+                           f"(at {path}, {size} bytes): refused")
+        chosen.append((blob, size, path))
+    files = []
+    for blob, size, path in chosen:
         data = bytes(git(["cat-file", "blob", blob], env, cwd=repo, text=False))
-        total += len(data)
-        if total > MAX_BYTES:
-            raise GitError(f"student/ at {sha[:12]} holds more than {MAX_BYTES} bytes of .cu/.cuh files")
+        if len(data) != size:   # the listing and the object disagree: never trust more than was checked
+            raise GitError(f"{path} at {sha[:12]}: git read {len(data)} bytes, its listing said {size}")
         target = dest / "student" / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)

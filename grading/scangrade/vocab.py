@@ -42,9 +42,13 @@ JUNK_NAMES = frozenset({"__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini"})
 # exit codes of grade.py and scangrade_judge (README, "Exit codes")
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
-# limits on an unpacked submission
-MAX_FILES = 2000
-MAX_BYTES = 64 * 1024 * 1024
+# limits on a submission (folder, unpacked archive or repository export); each refusal is a layout_error
+MAX_FILES = 2000                      # files and folders (archive members, repository entries under student/)
+MAX_BYTES = 64 * 1024 * 1024          # bytes of all files together, unpacked
+MAX_SOURCE_BYTES = 4 * 1024 * 1024    # bytes of one student/*.cu or *.cuh (the largest honest one is ~100 KB)
+MAX_ARCHIVE_BYTES = MAX_BYTES + 16 * 1024 * 1024   # the archive file itself (headers and padding on top)
+MAX_NAME_CHARS = 255                  # one file or folder name
+MAX_PATH_CHARS = 1024                 # a path inside the submission
 
 
 def strip_archive_suffix(name: str) -> str:

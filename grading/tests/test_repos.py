@@ -366,3 +366,66 @@ def test_grade_class_workflow_secrets_reach_only_files(tmp_path):
     r = subprocess.run(["bash", "-e", "-c", secret_step["run"]], env=dict(os.environ, RUNNER_TEMP=str(tmp_path)),
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and (private / "flags").read_text() == ""
+
+
+# --- sizes are checked before anything is read (git only) ----------------------------------------------
+
+TAKE_AND_MEASURE = """
+import json, resource, sys
+from pathlib import Path
+from scangrade import repos
+it = repos.take_one(repos.RepoSpec("big", sys.argv[1], None, 1), None, Path(sys.argv[2]), Path(sys.argv[3]))
+print(json.dumps({"error": it.error, "files": it.files,
+                  "self_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "children_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}))
+"""
+
+
+def test_a_huge_blob_is_refused_by_its_size_with_bounded_memory(tmp_path):
+    """A small repository holding a 256 MiB blob of zeros (its pack is a few hundred KB): the refusal
+    names the file and its size, and neither the grader's process nor git's grows near the blob's size
+    (the grader used to read the whole blob, twice over, before refusing it)."""
+    size = 256 * 1024 * 1024
+    r = Remote(tmp_path, "big")
+    r.commit(STUBS, BEFORE)
+    with open(r.work / "student" / "big.cuh", "wb") as f:
+        f.truncate(size)                              # sparse: nothing is written to disk
+    env = dict(os.environ, GIT_AUTHOR_NAME="s", GIT_AUTHOR_EMAIL="s@example.org", GIT_COMMITTER_NAME="s",
+               GIT_COMMITTER_EMAIL="s@example.org", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    fast = ["-c", "core.bigFileThreshold=1m", "-c", "core.compression=1", "-c", "pack.compression=1"]
+    # the server keeps the pushed pack as it came, as hosting services do (a loose 256 MiB object
+    # would be inflated by the server's own pack-objects, a child of a file:// clone)
+    run_git(r.bare, "config", "receive.unpackLimit", "1")
+    for args in (["add", "-A"], ["commit", "-q", "-m", "a big header"], ["push", "-q", "origin", "main"]):
+        subprocess.run(["git", *fast, *args], cwd=r.work, env=env, check=True, capture_output=True)
+    (r.work / "student" / "big.cuh").unlink()
+    out = subprocess.run([sys.executable, "-c", TAKE_AND_MEASURE, r.url, str(tmp_path / "subs"), str(tmp_path)],
+                         cwd=GRADING, capture_output=True, text=True, check=True, timeout=600).stdout
+    result = json.loads(out)
+    assert result["files"] == []
+    assert result["error"] == (f"student/big.cuh at {result['error'].split(' at ')[1].split()[0]} is {size} bytes: "
+                               f"a student source file may hold at most {repos.MAX_SOURCE_BYTES} bytes")
+    limit_kb = 100 * 1024                             # far below the blob's 256 MiB
+    assert result["self_kb"] < limit_kb, result
+    assert result["children_kb"] < limit_kb, result
+    assert not (tmp_path / "subs" / "big").exists()
+
+
+def test_caps_on_entries_file_size_and_total_name_what_and_the_limit(tmp_path):
+    r = Remote(tmp_path, "caps")
+    r.commit({**STUBS, "student/a.cuh": "a" * 3000, "student/b.cuh": "b" * 3000}, BEFORE)
+    env = repos.git_env()
+    sha = run_git(r.work, "rev-parse", "HEAD")
+    dest = tmp_path / "out"
+    files, _ = repos.export_student(r.work / ".git", sha, dest, env)
+    assert "student/a.cuh" in files and (dest / "student" / "a.cuh").stat().st_size == 3000
+    with pytest.raises(repos.GitError, match=r"^student/a\.cuh at [0-9a-f]{12} is 3000 bytes: a student source file "
+                                             r"may hold at most 2999 bytes$"):
+        repos.export_student(r.work / ".git", sha, tmp_path / "o2", env, max_file_bytes=2999)
+    stubs = sum(len(t.encode()) for t in STUBS.values())
+    last = len(STUBS["student/single_pass.cu"].encode())     # the listing is in name order: the last file
+    with pytest.raises(repos.GitError, match=rf"holds more than {stubs + 5999} bytes of \.cu/\.cuh files "
+                                             rf"\(at student/single_pass\.cu, {last} bytes\): refused$"):
+        repos.export_student(r.work / ".git", sha, tmp_path / "o3", env, max_bytes=stubs + 5999)
+    with pytest.raises(repos.GitError, match=r"holds more than 5 entries: refused$"):
+        repos.list_student_tree(r.work / ".git", sha, env, max_entries=5)

@@ -183,7 +183,7 @@ def test_caps(tmp_path, monkeypatch):
     assert "more than 5 files" in error_of(many)
     monkeypatch.setattr(submission, "MAX_BYTES", 1000)
     big = zip_of(tmp_path / "big.zip", dict(ALL_SLOTS, **{"student/big.cuh": "x" * 5000}))
-    assert "MB unpacked: refused" in error_of(big)
+    assert error_of(big) == "big.zip: more than 1000 bytes unpacked: refused"
 
 
 def test_empty(tmp_path):
@@ -211,3 +211,111 @@ def test_cli(tmp_path, capsys):
     assert submission.main([str(path)]) == 0
     assert "hillis_steele  MISSING" in capsys.readouterr().out
     assert submission.main([str(tmp_path / "nope")]) == 1
+
+
+# --- limits: each refusal says what and the limit ----------------------------------------------------
+
+def test_zip_entry_count_is_read_before_the_list(tmp_path, monkeypatch):
+    many = zip_of(tmp_path / "many.zip", {f"student/f{i}.cuh": "" for i in range(submission.MAX_FILES + 1)})
+
+    def never(*args, **kwargs):
+        raise AssertionError("zipfile parsed the list of a zip that declares too many entries")
+    monkeypatch.setattr(submission.zipfile, "ZipFile", never)
+    assert error_of(many) == f"many.zip: more than {submission.MAX_FILES} files: refused"
+
+
+def test_zip_and_tar_bombs_stop_at_the_unpacked_limit(tmp_path, monkeypatch):
+    zeros = "\0" * (submission.MAX_BYTES + 1)                   # compresses to a few tens of KB
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("student/blelloch.cu", STUB)
+        zf.writestr("data/zeros.bin", zeros)
+    assert bomb.stat().st_size < 1 << 20
+    assert error_of(bomb) == "bomb.zip: more than 64 MiB unpacked: refused"
+    assert error_of(tgz_of(tmp_path / "bomb.tgz", {"student/blelloch.cu": STUB, "data/zeros.bin": zeros})) == \
+        "bomb.tgz: more than 64 MiB unpacked: refused"
+    # a header that tarfile reads whole (a pax header of 3 MB) stops at the stream's cap too
+    monkeypatch.setattr(submission, "MAX_BYTES", 1 << 20)
+    monkeypatch.setattr(submission, "MAX_FILES", 5)
+    pax = tmp_path / "pax.tgz"
+    with tarfile.open(pax, "w:gz", format=tarfile.PAX_FORMAT) as tf:
+        info = tarfile.TarInfo("student/blelloch.cu")
+        info.size = len(STUB)
+        info.pax_headers = {"comment": "x" * (3 << 20)}
+        tf.addfile(info, io.BytesIO(STUB.encode()))
+    assert error_of(pax) == "pax.tgz: more than 1 MiB unpacked: refused"
+
+
+def test_tar_members_are_counted_as_they_come(tmp_path, monkeypatch):
+    monkeypatch.setattr(submission, "MAX_FILES", 5)
+    many = tgz_of(tmp_path / "many.tgz", {f"student/f{i}.cuh": "x" for i in range(10)})
+    assert error_of(many) == "many.tgz: more than 5 files: refused"
+    xz = tmp_path / "ok.tar.xz"
+    with tarfile.open(xz, "w:xz") as tf:
+        for name, text in ALL_SLOTS.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(text)
+            tf.addfile(info, io.BytesIO(text.encode()))
+    with load_submission(xz) as sub:
+        assert sub.layout_error is None and set(sub.slot_files) == set(SLOTS)
+
+
+def test_source_file_size_limit(tmp_path, monkeypatch):
+    folder = make_submission(tmp_path / "s", ALL_SLOTS)
+    with open(folder / "student" / "blelloch.cu", "r+b") as f:
+        f.truncate(submission.MAX_SOURCE_BYTES + 1)             # sparse
+    assert error_of(folder) == (f"student/blelloch.cu is {submission.MAX_SOURCE_BYTES + 1} bytes: a source file "
+                                "may hold at most 4 MiB: refused")
+    monkeypatch.setattr(submission, "MAX_SOURCE_BYTES", 100)
+    big = zip_of(tmp_path / "big.zip", dict(ALL_SLOTS, **{"student/table.cuh": "x" * 101, "notes.txt": "y" * 500}))
+    assert error_of(big) == "student/table.cuh is 101 bytes: a source file may hold at most 100 bytes: refused"
+    assert error_of(zip_of(tmp_path / "fine.zip", dict(ALL_SLOTS, **{"notes.txt": "y" * 500}))) is None
+
+
+def test_folder_limits(tmp_path, monkeypatch):
+    folder = make_submission(tmp_path / "s", ALL_SLOTS)
+    with open(folder / "video.mp4", "wb") as f:
+        f.truncate(submission.MAX_BYTES + 1)                    # sparse
+    assert error_of(folder) == "the submission holds more than 64 MiB: refused"
+    (folder / "video.mp4").unlink()
+    monkeypatch.setattr(submission, "MAX_FILES", 50)
+    (folder / "many").mkdir()
+    for i in range(60):
+        (folder / "many" / f"{i}.txt").write_text("x")
+    assert error_of(folder) == "the submission has more than 50 files and folders: refused"
+
+
+def test_archive_size_and_member_names(tmp_path, monkeypatch):
+    ok = zip_of(tmp_path / "ok.zip", ALL_SLOTS)
+    monkeypatch.setattr(submission, "MAX_ARCHIVE_BYTES", 100)
+    assert error_of(ok) == f"ok.zip is {ok.stat().st_size} bytes: an archive may hold at most 100 bytes: refused"
+    monkeypatch.undo()
+    long_name = zip_of(tmp_path / "long.zip", dict(ALL_SLOTS, **{"student/" + "a" * 300 + ".cuh": "x"}))
+    assert "has a path longer than 1024 characters or a name longer than 255: refused" in error_of(long_name)
+    control = zip_of(tmp_path / "ctl.zip", dict(ALL_SLOTS, **{"student/a\x1b[2Jb.cuh": "x"}))
+    assert error_of(control) == "ctl.zip: member 'student/a\\x1b[2Jb.cuh' has a control character in its name: refused"
+
+
+def test_a_folder_the_compilers_cannot_name_is_graded_from_a_private_copy(tmp_path):
+    plain = make_submission(tmp_path / "plain name-1", dict(ALL_SLOTS, **{"student/h.cuh": "// h\n"}))
+    with load_submission(plain) as sub:
+        assert sub.root == plain.resolve() and sub.workdir is None
+    odd = make_submission(tmp_path / 'odd "name\\ $x `id`\n', dict(ALL_SLOTS, **{"student/h.cuh": "// h\n"}))
+    (odd / "student" / "link.cuh").symlink_to("h.cuh")
+    with load_submission(odd) as sub:
+        assert sub.layout_error is None and sub.name == odd.name
+        assert sub.workdir is not None and sub.root.is_relative_to(sub.workdir)
+        assert submission._COMPILER_SAFE.fullmatch(str(sub.root))
+        assert set(sub.slot_files) == set(SLOTS) and all(p.is_relative_to(sub.root) for p in sub.slot_files.values())
+        assert (sub.student_dir / "h.cuh").read_text() == "// h\n"
+        assert not (sub.student_dir / "link.cuh").is_symlink() and (sub.student_dir / "link.cuh").read_text() == "// h\n"
+        workdir = sub.workdir
+    assert not workdir.exists()
+
+
+def test_private_copy_leaves_links_to_folders_out(tmp_path):
+    odd = make_submission(tmp_path / "loop$", ALL_SLOTS)
+    (odd / "student" / "again").symlink_to(".")                       # a loop inside the submission
+    with load_submission(odd) as sub:
+        assert sub.layout_error is None and sub.workdir is not None
+        assert sorted(p.name for p in sub.student_dir.iterdir()) == sorted(f"{s}.cu" for s in SLOTS)

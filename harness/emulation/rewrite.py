@@ -16,11 +16,15 @@ OUT. These things change, everything else is copied verbatim:
     the kernel's address, so that cudaLaunchKernel((void*)kernel, ...) finds the kernel's parameter
     types (template kernels register each instantiation).
 
-Local headers included in quotes that need any of this are rewritten too (next to OUT, with the
-#include pointed at the copy). The output starts with an #include of the emulator's cuda_runtime.h
-(nvcc includes it implicitly) and #line directives keep compiler messages and __FILE__/__LINE__
-pointing at the student's file:line. Groups under a literal `#if 0` (or the `#else` of an `#if 1`)
-are left alone.
+Local headers included in quotes (found next to the including file, or in INPUT's folder) are copied
+next to OUT as NAME.OUT-STEM.N.SUFFIX, rewritten where they need it, and the #include is pointed at the
+copy by its bare name: no #include ever spells the folders above the student's files (a submission
+folder may be named with a quote, a backslash or a line break, which an #include cannot carry), and
+every header is named in #line as INPUT's display name names its folder (student/x.cu includes
+student/x.cuh), never by an absolute path. The output starts with an #include of the emulator's
+cuda_runtime.h (nvcc includes it implicitly) and #line directives keep compiler messages and
+__FILE__/__LINE__ pointing at the student's file:line. Groups under a literal `#if 0` (or the `#else` of
+an `#if 1`) are left alone.
 
 Kernel launches: the rule nvcc's front end applies, measured on nvcc 13, is implemented on tokens
 (comments are whitespace; a backslash-newline joins lines):
@@ -52,6 +56,8 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import os
+import posixpath
 import re
 import sys
 from dataclasses import dataclass
@@ -939,7 +945,7 @@ class Rewriter:
         if m and self.include_hook is not None:
             target = self.include_hook(m.group(1))
             if target is not None:
-                self.edits.append(Edit(t.start, t.end, f"#include {quote(target)}"))
+                self.edits.append(Edit(t.start, t.end, f"#include {include_name(target)}"))
             return
         m = UNDEF_RE.match(t.text)
         if m:
@@ -1028,7 +1034,28 @@ class Rewriter:
 
 
 def quote(path: str) -> str:
-    return '"' + path.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """`path` as the string literal of a #line directive (escape sequences are read there: any name,
+    even one with a quote, a backslash or a line break, comes back as it was)."""
+    out = []
+    for ch in path:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\{ord(ch):03o}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def include_name(path: str) -> str:
+    """`path` as the header name of `#include "..."`. No escape sequence is read there (a backslash is
+    itself) and a quote or a line break cannot appear: such a path is refused (RewriteError), so the
+    rewriter never names a header by a path that holds one (see Translation)."""
+    if '"' in path or "\n" in path or "\r" in path:
+        raise RewriteError(1, f"cannot #include a file whose path holds a quote or a line break: {path!r}")
+    return f'"{path}"'
 
 
 def collect_macros(path: Path, macros: dict[str, Macro], seen: set[Path]) -> None:
@@ -1064,75 +1091,79 @@ def collect_macros(path: Path, macros: dict[str, Macro], seen: set[Path]) -> Non
 
 
 class Translation:
-    """Rewrites a .cu file and, recursively, the local headers it includes in quotes that need it
-    (those with a launch, a __shared__ declaration or a kernel definition): each such header is
-    rewritten next to OUT and the #include is pointed at the copy. Headers that need nothing are
-    included as they are."""
+    """Rewrites a .cu file and, recursively, the local headers it includes in quotes: each is copied
+    next to OUT (rewritten where it has a launch, a __shared__ declaration or a kernel definition)
+    with a #line that names it from the submission, and the #include is pointed at the copy."""
 
-    def __init__(self, runtime_header: str, out_dir: Path):
+    def __init__(self, runtime_header: str, out_dir: Path, prefix: str = ""):
         self.runtime_header = runtime_header
         self.out_dir = out_dir
+        self.prefix = f"{prefix}." if prefix else ""   # copies of one OUT's headers: x.<prefix>N.cuh
+        self.root: Path | None = None         # the first file's folder (the compiler searches it: -I)
+        self.root_display = ""                # that folder as the first file's display name names it
         self.outputs: dict[Path, Path] = {}  # rewritten header -> its copy
         self.inputs: list[Path] = []          # every file read (for the depfile)
         self.files: dict[Path, str] = {}      # copy -> text to write
         self.macros: dict[str, Macro] = {}    # function-like macros defined so far
         self.macro_files: set[Path] = set()   # files whose macros are in self.macros
 
+    def display_of(self, header: Path) -> str:
+        """A header's name in #line and messages: its path from the first file's folder, joined to the
+        folder part of that file's display name (student/x.cu -> student/x.cuh, student/sub/y.cuh)."""
+        assert self.root is not None
+        return posixpath.normpath(posixpath.join(self.root_display,
+                                                 Path(os.path.relpath(header, self.root)).as_posix()))
+
     def translate(self, path: Path, display: str) -> str:
         path = path.resolve()
+        if self.root is None:
+            self.root, self.root_display = path.parent, posixpath.dirname(display)
         self.inputs.append(path)
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
-            raise RewriteError(1, f"cannot read {path}: {e}") from e
+            why = e.reason if isinstance(e, UnicodeDecodeError) else e.strerror
+            raise RewriteError(1, f"cannot read {display}: {why}") from e
 
         def include_hook(name: str) -> str | None:
-            header = (path.parent / name).resolve()
-            if not header.is_file():
+            # where the compiler looks for a quoted name: the including file's folder, then the first
+            # file's folder (-I / -iquote)
+            candidates = [path.parent / name] + ([self.root / name] if self.root is not None else [])
+            header = next((c.resolve() for c in candidates if c.is_file()), None)
+            if header is None:
                 return None
             collect_macros(header, self.macros, self.macro_files)
-            if header in self.outputs:
-                return str(self.outputs[header])
-            try:
-                needs = Rewriter(Source(header.read_text(encoding="utf-8")), str(header),
-                                 macros=dict(self.macros)).needs_rewrite()
-            except (OSError, UnicodeDecodeError) as e:
-                raise HeaderError(header, RewriteError(1, f"cannot read: {e}")) from e
-            except HeaderError:
-                raise
-            except RewriteError as e:
-                raise HeaderError(header, e) from e
-            if not needs:
-                # included as it is, by absolute path: the rewritten file lives elsewhere
-                self.inputs.append(header)
-                self.outputs[header] = header
-                return str(header)
-            copy = self.out_dir / f"{header.stem}.{len(self.outputs) + 1}{header.suffix}"
-            self.outputs[header] = copy
-            try:
-                self.files[copy] = self.translate(header, str(header))
-            except HeaderError:
-                raise
-            except RewriteError as e:
-                raise HeaderError(header, e) from e
-            return str(copy)
+            if header not in self.outputs:
+                # every local header is copied, rewritten where it needs it: its #line names it from
+                # the submission (student/x.cuh) in messages and __FILE__, and no #include spells the
+                # folders above it
+                copy = self.out_dir / f"{header.stem}.{self.prefix}{len(self.outputs) + 1}{header.suffix}"
+                self.outputs[header] = copy
+                try:
+                    self.files[copy] = self.translate(header, self.display_of(header))
+                except HeaderError:
+                    raise
+                except RewriteError as e:
+                    raise HeaderError(header, e, self.display_of(header)) from e
+            return self.outputs[header].name    # next to the file that includes it: found first
 
         body = Rewriter(Source(text), display, include_hook, self.macros).run()
-        return f"#include {quote(self.runtime_header)}\n#line 1 {quote(display)}\n{body}"
+        return f"#include {include_name(self.runtime_header)}\n#line 1 {quote(display)}\n{body}"
 
 
 class HeaderError(RewriteError):
     """A RewriteError inside an included header (reported with the header's name)."""
 
-    def __init__(self, header: Path, error: RewriteError):
+    def __init__(self, header: Path, error: RewriteError, display: str = ""):
         super().__init__(error.line, str(error))
         self.header = header
+        self.display = display or str(header)   # as messages name it (student/x.cuh)
 
 
 def rewrite(text: str, display_name: str, runtime_header: str) -> str:
     """The rewritten translation unit for `text`, without include handling (raises RewriteError)."""
     body = Rewriter(Source(text), display_name).run()
-    return f"#include {quote(runtime_header)}\n#line 1 {quote(display_name)}\n{body}"
+    return f"#include {include_name(runtime_header)}\n#line 1 {quote(display_name)}\n{body}"
 
 
 def write_if_changed(path: Path, text: str) -> None:
@@ -1159,11 +1190,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     display = args.display_name or str(args.input)
-    translation = Translation(str(args.runtime_header.resolve()), args.output.resolve().parent)
+    # header copies carry OUT's name: the rewrites of several files into one folder never share one
+    translation = Translation(str(args.runtime_header.resolve()), args.output.resolve().parent, args.output.stem)
     try:
         result = translation.translate(args.input, display)
     except HeaderError as e:
-        print(f"{e.header}:{e.line}: error: {e}", file=sys.stderr)
+        print(f"{e.display}:{e.line}: error: {e}", file=sys.stderr)
         return 1
     except RewriteError as e:
         print(f"{display}:{e.line}: error: {e}", file=sys.stderr)
