@@ -64,12 +64,17 @@ def test_allow_listed_files_present(tarball):
     files = files_of(tarball)
     missing = [p for p in REQUIRED if p not in files]
     assert not missing, f"missing from the handout: {missing}"
-    # shipped files are the repository's own, except the three made for students
+    # shipped files are the repository's own (some under another name), except those made for students
     for path, data in files.items():
-        if path not in ("Makefile", "README.md", "tools/deps.sh"):
+        if path in handout.GENERATED:
+            assert data == (REPO / "tools/handout" / handout.GENERATED[path]).read_bytes(), path
+        elif path in handout.SHIPPED_AS:
+            assert data == (REPO / handout.SHIPPED_AS[path][0]).read_bytes(), f"{path} differs from its origin"
+        elif path not in handout.GENERATED_TEXT:
             assert data == (REPO / path).read_bytes(), f"{path} differs from the repository's"
-    assert files["Makefile"] == (REPO / "tools/handout/Makefile.student").read_bytes()
-    assert files["README.md"] == (REPO / "tools/handout/README.student.md").read_bytes()
+    # make test's driver finds the grader's own file-name rules and a starter file for every slot
+    assert files["tools/scangrade/submission.py"] == (REPO / "grading/scangrade/submission.py").read_bytes()
+    assert all(files[f"harness/starter/{s}.cu"] == files[f"student/{s}.cu"] for s in SLOTS)
 
 
 def test_forbidden_files_absent(tarball):
@@ -87,8 +92,11 @@ def test_forbidden_files_absent(tarball):
     for slot in SLOTS:
         assert b"not_implemented(" in files[f"student/{slot}.cu"], f"student/{slot}.cu is not a starter file"
     assert sorted(p for p in files if p.startswith("student/")) == sorted(f"student/{s}.cu" for s in SLOTS)
-    # the student's deps.sh does not pip-install the project's (absent) Python test requirements
-    assert b"requirements-dev.txt" not in files["tools/deps.sh"]
+    # the student's deps.sh installs nothing and asks for no sandbox, Slurm or CUDA toolkit
+    deps = files["tools/deps.sh"]
+    for word in (b"requirements-dev.txt", b"pip ", b"apt-get update", b"command -v bwrap", b"slurm", b"command -v nvcc"):
+        assert word not in deps, word
+    assert not any(l.lstrip().startswith((b"apt-get", b"sudo")) for l in deps.splitlines())
 
 
 def test_deterministic(tarball, tmp_path, monkeypatch):
@@ -114,10 +122,11 @@ def test_deterministic(tarball, tmp_path, monkeypatch):
 def copy_sources(tmp: Path) -> Path:
     """A minimal repository with the allow-listed files, for the refusal tests."""
     root = tmp / "repo"
-    for e in handout.collect(handout.WorkTree(REPO)):
-        if (REPO / e.path).is_file():
-            (root / e.path).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / e.path, root / e.path)
+    paths = [e.path for e in handout.collect(handout.WorkTree(REPO))]
+    for path in paths + [origin for origin, _ in handout.SHIPPED_AS.values()]:
+        if (REPO / path).is_file():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / path, root / path)
     return root
 
 
@@ -156,14 +165,14 @@ def test_refuses_the_grader_the_reference_and_hidden_suites(tmp_path, monkeypatc
 
 
 def test_student_makefile_follows_the_project_makefile():
-    """Makefile.student is the project Makefile minus the instructors' targets: every line of it
-    (except its comments and the student-only lines) is in the project Makefile, and the project's
-    own `test` recipe is the student's."""
+    """Makefile.student and the project Makefile share their variables and `make test` (both run
+    tools/student_test.py); the student's configures without CUDA when there is no nvcc."""
     student = (REPO / "tools/handout/Makefile.student").read_text().splitlines()
     project = (REPO / "Makefile").read_text().splitlines()
-    student_only = {".PHONY: all configure test check clean", "check: test"}
-    drift = [l for l in student if l.strip() and not l.startswith("#") and l not in student_only and l not in project]
-    assert not drift, f"Makefile.student lines not in the project Makefile (update the template): {drift}"
+    for shared in ("BUILD ?= build", "JOBS ?= $(shell nproc)", "export SCANGRADE_BACKEND := $(BACKEND)"):
+        assert shared in student and shared in project, shared
+    backend = next(l for l in project if l.startswith("BACKEND :="))
+    assert backend in student
 
     def recipe(lines: list[str], target: str) -> list[str]:
         i = next(i for i, l in enumerate(lines) if l.startswith(f"{target}:"))
@@ -174,8 +183,44 @@ def test_student_makefile_follows_the_project_makefile():
             out.append(l)
         return out
 
-    for target in ("all", "configure", "test", "clean"):
-        assert recipe(student, target) == recipe(project, target), f"the `{target}` rule differs"
+    assert recipe(student, "test") == recipe(project, "test")
+    assert "tools/student_test.py" in recipe(student, "test")[1]
+    assert any("-DSCANGRADE_CUDA=OFF" in l for l in student)
+
+
+def test_stop_after_timeouts_is_the_graders():
+    """make test stops a slot after as many timeouts in a row as the grader does by default: the judge's
+    option default and the harness constant kernel_tests.cpp uses are the same number."""
+    judge = (REPO / "grading/judge/command_line.h").read_text()
+    harness = (REPO / "harness/include/scangrade/suite.h").read_text()
+    graders = re.search(r"stop_after_timeouts = (\d+);", judge)
+    ours = re.search(r"kStopAfterTimeouts = (\d+);", harness)
+    assert graders and ours and graders.group(1) == ours.group(1)
+    assert "kStopAfterTimeouts" in (REPO / "harness/tests/kernel_tests.cpp").read_text()
+    # and the deadline is the judge's: the same function of n on the emulation backend
+    assert "default_deadline_s(c.n, true)" in (REPO / "harness/tests/kernel_tests.cpp").read_text()
+    assert "default_deadline_s(c.n, o_.backend != \"gpu\")" in (REPO / "grading/judge/session.cpp").read_text()
+
+
+def test_driver_finds_failed_student_files():
+    """tools/student_test.py reads which student files failed from make's and ninja's own lines."""
+    import student_test
+    make = ("gmake[2]: *** [CMakeFiles/scangrade_student_test_emu.dir/build.make:90: CMakeFiles/scangrade_student_"
+            "test_emu.dir/emulated/scangrade_student_test_emu/blelloch.35d701a8/blelloch.cpp.o] Error 1\n"
+            "gmake[2]: *** [CMakeFiles/scangrade_student.dir/build.make:77: CMakeFiles/scangrade_student.dir/"
+            "student/hillis_steele.cu.o] Error 2\n"
+            "FAILED: CMakeFiles/x.dir/emulated/x/my_helper.0123abcd/my_helper.cpp.o\n"
+            "student/single_pass.cu(3): error: not a failed object line\n")
+    assert student_test.failed_files(make) == ({"blelloch", "my_helper"}, {"hillis_steele"})
+    trace = ("In file included from /h/harness/emulation/include/cuda_runtime.h:5,\n"
+             "/h/harness/emulation/include/scangrade/emu_device.h:10:3: error: internal thing\n"
+             "/h/student/blelloch.cu: In instantiation of 'void f() [with T = int]':\n"
+             "/h/student/blelloch.cu:12:5: error: '__syncthread' was not declared in this scope\n"
+             "   12 |     __syncthread();\n"
+             "      |     ^~~~~~~~~~~~\n")
+    shown = student_test.student_errors(trace, "blelloch")
+    assert shown[0].endswith("'__syncthread' was not declared in this scope"), shown
+    assert not any("harness/emulation" in l or "In instantiation" in l for l in shown), shown
 
 
 def test_cli_list_prints_every_file(capsys):
