@@ -70,6 +70,7 @@ ALLOW: list[tuple[str, str]] = [
     ("testcases/public.json", "the public suite"),
     ("CMakeLists.txt", "the build (student targets only without reference/)"),
     ("tools/student_test.py", "make test's driver: the grader's layout rules, one build per slot, the tests"),
+    ("tools/submit.py", "make submit: the archive to hand in, read back with the grader's reader"),
 ]
 # handout path -> repository file shipped under another name (the same bytes: one source)
 SHIPPED_AS: dict[str, tuple[str, str]] = {

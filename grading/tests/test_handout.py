@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,29 @@ def test_driver_finds_failed_student_files():
     assert not any("harness/emulation" in l or "In instantiation" in l for l in shown), shown
 
 
+def test_submit_packs_what_the_grader_reads(tmp_path, capsys):
+    """make submit (tools/submit.py): student/'s slot, helper and header files, nothing else, in an
+    archive the grader's reader accepts; a name the grader refuses writes nothing (exit 2)."""
+    import submit
+    from scangrade.submission import load_submission
+    student = tmp_path / "student"
+    student.mkdir()
+    for slot in SLOTS:
+        shutil.copy(REPO / "student" / f"{slot}.cu", student)
+    (student / "util.cuh").write_text("#pragma once\n")
+    (student / "notes.txt").write_text("not handed in\n")
+    out = tmp_path / "submission.tar.gz"
+    assert submit.main(["--student", str(student), "--out", str(out)]) == 0
+    with tarfile.open(out) as tar:
+        assert sorted(tar.getnames()) == ["student", *sorted(f"student/{s}.cu" for s in SLOTS), "student/util.cuh"]
+    with load_submission(out) as sub:
+        assert sub.layout_error is None and sorted(sub.slot_files) == sorted(SLOTS)
+    (student / "blelloch.cu").rename(student / "blelloch_scan.cu")
+    out.unlink()
+    assert submit.main(["--student", str(student), "--out", str(out)]) == 2
+    assert not out.exists() and "did you mean blelloch.cu?" in capsys.readouterr().out
+
+
 def test_cli_list_prints_every_file(capsys):
     assert handout.main(["--list"]) == 0
     printed = capsys.readouterr().out
@@ -243,51 +267,190 @@ def summary(output: str) -> dict[tuple[str, str], str]:
     return cells
 
 
-def make_test(root: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "BUILD", "SUITE", "CUDA_ARCH", "SCANGRADE_SUITE")}
-    return subprocess.run(["make", "test", "JOBS=2"], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=1800)
+STUDENT_USER = "scangrade-student"
+WIDTH = 100  # failure blocks wrap here (kernel_tests.cpp)
 
 
-def test_handout_builds_and_runs(tarball, tmp_path):
-    """Slow (about a minute on 2 cores): one build of the stubs, then the reference solutions as the
-    student's code, rebuilt in the same folder the way a student's edit is."""
-    if not (shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()) or not shutil.which("cmake"):
-        pytest.skip("needs the CUDA toolkit (nvcc) and CMake to build the handout")
-    with tarfile.open(tarball) as tar:
-        if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4 / 3.10.12
-            tar.extractall(tmp_path, filter="data")
-        else:
-            tar.extractall(tmp_path)
-    root = tmp_path / handout.PREFIX
+def student_path(tmp: Path, nvcc: bool) -> str:
+    """A PATH with every command of this machine but bubblewrap, and nvcc only when asked for."""
+    bin_dir = tmp / ("bin-nvcc" if nvcc else "bin")
+    bin_dir.mkdir()
+    for d in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for f in sorted(Path(d).iterdir()) if Path(d).is_dir() else []:
+            if f.name in ("bwrap", "nvcc") or (bin_dir / f.name).exists():
+                continue
+            (bin_dir / f.name).symlink_to(f)
+    nvcc_dir = shutil.which("nvcc") and Path(shutil.which("nvcc")).parent
+    nvcc_dir = nvcc_dir or (Path("/usr/local/cuda/bin") if Path("/usr/local/cuda/bin/nvcc").exists() else None)
+    return str(bin_dir) + (f":{nvcc_dir}" if nvcc else "")
 
-    # as shipped: the four slots not implemented, and that is not a failure
-    run = make_test(root)
-    out = run.stdout + run.stderr
-    assert run.returncode == 0, out[-4000:]
-    cells = summary(out)
-    assert cells == {(s, d): "NOT IMPLEMENTED" for s in SLOTS for d in ("int32", "float32")}, out[-2000:]
 
-    # the reference solutions as student code: reference/*.cu and their headers copied into
-    # student/ (same file names as the stubs, which they replace), plus the grader's forwarding
-    # file that defines scangrade::student::* by calling scangrade::reference::* (no CUB baseline)
-    student = root / "student"
-    for f in sorted((REPO / "reference").iterdir()):
-        if f.suffix in (".cu", ".cuh", ".h") and f.name != "cub_baseline.cu":
-            shutil.copy(f, student / f.name)
-    shutil.copy(REPO / "grading/worker/reference_as_student.cpp", student / "reference_as_student.cu")
-    run = make_test(root)
-    out = run.stdout + run.stderr
-    assert run.returncode == 0, out[-4000:]
-    emulated = "on the CPU emulation backend" in out
+class Student:
+    """A student's handout: unpacked in a fresh home folder owned by a non-root user, `make test` run
+    as that user with a clean environment and the given PATH."""
+
+    def __init__(self, tarball: Path, base: Path, path: str) -> None:
+        self.home = base / "home"
+        self.home.mkdir()
+        shutil.chown(self.home, STUDENT_USER, STUDENT_USER)
+        self.path = path
+        copy = base / tarball.name  # where the student user can read it
+        shutil.copy(tarball, copy)
+        os.chmod(copy, 0o644)
+        self.run(["tar", "xzf", str(copy)], cwd=self.home)
+        self.root = self.home / handout.PREFIX
+        self.student = self.root / "student"
+
+    def run(self, cmd: list[str], cwd: Path | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+        return subprocess.run(["runuser", "-u", STUDENT_USER, "--", "env", "-i", f"HOME={self.home}",
+                               f"PATH={self.path}", "LANG=C.UTF-8", *cmd], cwd=cwd or self.root,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def make_test(self) -> tuple[int, str]:
+        r = self.run(["make", "test", "JOBS=2"])
+        return r.returncode, r.stdout + r.stderr
+
+    def put(self, files: dict[str, Path | str]) -> None:
+        """Replace student/ files (a Path: copied; a str: the text); a None-like empty str removes."""
+        for name, src in files.items():
+            dst = self.student / name
+            if isinstance(src, Path):
+                shutil.copy(src, dst)
+            elif src == "":
+                dst.unlink()
+                continue
+            else:
+                dst.write_text(src)
+            shutil.chown(dst, STUDENT_USER, STUDENT_USER)
+
+
+def expected_cells(root: Path, emulated: bool, slots=SLOTS) -> dict[tuple[str, str], str]:
     cases = json.loads((root / "testcases/public.json").read_text())["cases"]
-    expected = {}
-    for s in SLOTS:
+    out = {}
+    for s in slots:
         for d in ("int32", "float32"):
             rows = [c for c in cases if c["slot"] == s and c["dtype"] == d]
             skipped = sum(1 for c in rows if emulated and c["n"] > EMULATION_MAX_N)
-            cell = f"{len(rows) - skipped}/{len(rows)} passed"
-            expected[(s, d)] = cell + (f", {skipped} skipped" if skipped else "")
-    assert summary(out) == expected, out[-4000:]
-    assert "FAILED" not in out.split("ScanGrade summary:")[-1]
+            out[(s, d)] = f"{len(rows) - skipped}/{len(rows)} passed" + (f", {skipped} skipped" if skipped else "")
+    return out
+
+
+def check_screen(out: str) -> None:
+    """What every run's test output promises a terminal."""
+    assert "kernel_tests.cpp" not in out and "[  FAILED  ]" not in out and "FAILED TEST" not in out, out[-3000:]
+    tests = out[out.index("ScanGrade: running"):] if "ScanGrade: running" in out else out
+    long = [l for l in tests.splitlines() if len(l) > WIDTH and "--gtest_filter=" not in l]
+    assert not long, long
+
+
+@pytest.fixture(scope="module")
+def student_user():
+    if os.geteuid() != 0 or not shutil.which("runuser") or not shutil.which("useradd"):
+        pytest.skip("drives the handout as a non-root user: needs root, runuser and useradd")
+    if not shutil.which("cmake"):
+        pytest.skip("needs CMake to build the handout")
+    if subprocess.run(["id", STUDENT_USER], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "-m", STUDENT_USER], check=True, capture_output=True)
+    return STUDENT_USER
+
+
+@pytest.fixture
+def student_base():
+    base = Path(tempfile.mkdtemp(prefix="scangrade-student-", dir="/tmp"))
+    os.chmod(base, 0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_handout_as_a_student_without_nvcc(tarball, student_user, student_base):
+    """Slow (several minutes on 2 cores, one hang costs 3 deadlines): a non-root student in a fresh
+    home, no bubblewrap and no nvcc on PATH, drives `make test` through the issue's cases."""
+    s = Student(tarball, student_base, student_path(student_base, nvcc=False))
+
+    # as shipped: builds (emulated only, said once), the four slots NOT IMPLEMENTED, exit 0
+    rc, out = s.make_test()
+    assert rc == 0, out[-4000:]
+    assert out.count("note: nvcc not found") == 1 and "deps:" not in out, out[-4000:]
+    assert summary(out) == {(sl, d): "NOT IMPLEMENTED" for sl in SLOTS for d in ("int32", "float32")}, out[-2000:]
+    rc, out = s.make_test()
+    assert rc == 0 and "nvcc not found" not in out, out[-2000:]
+
+    # a file name the grader refuses: the grader's message and suggestion, nothing built, exit 2
+    from scangrade.submission import load_submission
+    (s.student / "blelloch.cu").rename(s.student / "blelloch_scan.cu")
+    expected = load_submission(s.student).layout_error
+    assert expected and "did you mean blelloch.cu?" in expected
+    rc, out = s.make_test()
+    assert rc == 2 and f"layout error: {expected}" in out and "ScanGrade summary" not in out, out[-2000:]
+    (s.student / "blelloch_scan.cu").rename(s.student / "blelloch.cu")
+
+    # a race, a typo and a hang: the typo's slot is COMPILE ERROR (its first error first, no emulator
+    # internals) while the others run; the hang stops after the grader's 3 timeouts
+    gallery = REPO / "grading/gallery"
+    s.put({"hillis_steele.cu": gallery / "wrong_missing_syncthreads/student/hillis_steele.cu",
+           "blelloch.cu": gallery / "wrong_does_not_compile/student/blelloch.cu",
+           "single_pass.cu": gallery / "wrong_hangs_spin/student/single_pass.cu"})
+    rc, out = s.make_test()
+    assert rc == 1, out[-4000:]
+    check_screen(out)
+    block = out[out.index("compile error in student/blelloch.cu:"):].splitlines()[1:]
+    assert "student/blelloch.cu:" in block[0] and "error" in block[0] and "__syncthread" in block[0], block[:5]
+    assert not any("harness/emulation" in l for l in block[:12]), block[:12]
+    cells = summary(out)
+    assert cells[("blelloch", "int32")] == cells[("blelloch", "float32")] == "COMPILE ERROR", out[-2000:]
+    assert re.fullmatch(r"\d+/15 passed, \d+ race", cells[("hillis_steele", "int32")]), cells
+    assert cells[("hierarchical", "int32")] == "NOT IMPLEMENTED"
+    assert re.fullmatch(r"\d+/23 passed, \d+ timeout, 2 skipped", cells[("single_pass", "int32")]), cells
+    assert out.count("not run: the 3 previous cases of this slot timed out") == 1, out[-3000:]
+    assert out.count("no result within") == 3, out[-3000:]
+    tail = out[out.rindex("ScanGrade summary:"):]
+    assert "FAILED" not in tail and "points: " in tail
+    assert "--gtest_filter='HillisSteele/Kernel.Case/int32_n" in tail
+    assert "--gtest_filter='SinglePass/Kernel.Case/int32_n1025_random'" in tail
+
+    # the reference solutions as the student's code: every case passes, the cases above the
+    # emulation cap are skipped with the reason, and the score's maximum is the GPU's
+    for f in sorted(s.student.iterdir()):
+        f.unlink()
+    for f in sorted((REPO / "reference").iterdir()):
+        if f.suffix in (".cu", ".cuh", ".h") and f.name != "cub_baseline.cu":
+            s.put({f.name: f})
+    s.put({"reference_as_student.cu": REPO / "grading/worker/reference_as_student.cpp"})
+    rc, out = s.make_test()
+    assert rc == 0, out[-4000:]
+    check_screen(out)
+    assert summary(out) == expected_cells(s.root, emulated=True), out[-3000:]
+    cases = json.loads((s.root / "testcases/public.json").read_text())["cases"]
+    total = sum(c.get("points", 1) for c in cases)
+    over = [c for c in cases if c["n"] > EMULATION_MAX_N]
+    assert f"points: {total - len(over)} of {total} ({len(over)} cases, {len(over)} points, skipped: above the " \
+           "emulation cap" in out, out[-1500:]
+
+
+def test_handout_as_a_student_with_nvcc(tarball, student_user, student_base):
+    """Slow: the same student with nvcc on PATH (still no GPU, no bubblewrap): the student's files are
+    also compiled by nvcc with the grader's flags, so a helper that lacks __device__ (accepted by the
+    emulated build) is the COMPILE ERROR the GPU grader gives."""
+    path = student_path(student_base, nvcc=True)
+    if not any(Path(d, "nvcc").exists() for d in path.split(":")):
+        pytest.skip("needs nvcc (the CUDA toolkit)")
+    s = Student(tarball, student_base, path)
+    rc, out = s.make_test()
+    assert rc == 0 and "nvcc not found" not in out, out[-4000:]
+    assert summary(out) == {(sl, d): "NOT IMPLEMENTED" for sl in SLOTS for d in ("int32", "float32")}, out[-2000:]
+
+    correct = (REPO / "grading/gallery/correct_kogge_stone/student/hillis_steele.cu").read_text()
+    host_only = correct.replace("template <typename T>\n__global__ void hillis_steele_kernel",
+                                "template <typename T>\nT keep(T x) { return x; }  // no __device__\n\n"
+                                "template <typename T>\n__global__ void hillis_steele_kernel", 1)
+    host_only = host_only.replace("if (t < n) out[t] = inclusive;", "if (t < n) out[t] = keep(inclusive);", 1)
+    assert host_only.count("keep(") == 2
+    s.put({"hillis_steele.cu": host_only,
+           "kogge_stone.cuh": REPO / "grading/gallery/correct_kogge_stone/student/kogge_stone.cuh"})
+    rc, out = s.make_test()
+    assert rc == 1, out[-4000:]
+    check_screen(out)
+    assert "compile error in student/hillis_steele.cu by nvcc (the GPU grader's compiler" in out, out[-4000:]
+    cells = summary(out)
+    assert cells[("hillis_steele", "int32")] == "COMPILE ERROR", out[-2000:]
+    assert cells[("blelloch", "int32")] == "NOT IMPLEMENTED"
