@@ -96,7 +96,8 @@ def student_errors(output: str, name: str) -> list[str]:
     mine = re.compile(rf"(?:^|/)student/{re.escape(name)}\.cu[:(]")
     noise = re.compile(r"harness/emulation/|In instantiation of|required from|In file included from|"
                        r"^\s+from |^make|^gmake|^ninja|^\[|^FAILED:|^Error|^Scanning|^Consolidate|^Rewriting|"
-                       r"note: candidate|^compilation terminated|errors? detected in the compilation")
+                       r"note:|In function|In member function|At global scope|^compilation terminated|"
+                       r"errors? detected in the compilation")
     lines = [l for l in output.splitlines() if mine.search(l) or (l.startswith((" ", "\t")) and l.strip())]
     keep, take = [], False
     for line in output.splitlines():
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("gtest", nargs="*", help="flags for the test program (after --), e.g. --gtest_filter=...")
     args = parser.parse_args(argv)
     build = args.build.resolve()
+    sys.stdout.reconfigure(line_buffering=True)  # our lines before the test program's
 
     # 1. the grader's layout rules
     sub = load_submission(Path(cache_value(build, "SCANGRADE_STUDENT_DIR") or ROOT / "student"))

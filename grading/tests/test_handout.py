@@ -257,13 +257,13 @@ def test_cli_list_prints_every_file(capsys):
 # --- slow: build the handout where a student unpacks it -----------------------------------------
 
 def summary(output: str) -> dict[tuple[str, str], str]:
-    """(slot, dtype) -> the summary cell, from kernel_tests.cpp's table (columns of 15 and 32)."""
+    """(slot, dtype) -> the summary cell, from kernel_tests.cpp's table (cells apart by 2+ spaces)."""
     lines = output[output.rindex("ScanGrade summary:"):].splitlines()
     cells = {}
     for line in lines[2:2 + len(SLOTS)]:
-        slot = line[:15].strip()
-        cells[(slot, "int32")] = line[15:47].strip()
-        cells[(slot, "float32")] = line[47:].strip()
+        slot, int32, float32 = re.split(r"\s{2,}", line.strip())  # cells hold single spaces only
+        cells[(slot, "int32")] = int32
+        cells[(slot, "float32")] = float32
     return cells
 
 
@@ -381,7 +381,8 @@ def test_handout_as_a_student_without_nvcc(tarball, student_user, student_base):
     expected = load_submission(s.student).layout_error
     assert expected and "did you mean blelloch.cu?" in expected
     rc, out = s.make_test()
-    assert rc == 2 and f"layout error: {expected}" in out and "ScanGrade summary" not in out, out[-2000:]
+    assert rc != 0 and f"layout error: {expected}" in out and "ScanGrade summary" not in out, out[-2000:]
+    assert "building" not in out
     (s.student / "blelloch_scan.cu").rename(s.student / "blelloch.cu")
 
     # a race, a typo and a hang: the typo's slot is COMPILE ERROR (its first error first, no emulator
@@ -391,8 +392,9 @@ def test_handout_as_a_student_without_nvcc(tarball, student_user, student_base):
            "blelloch.cu": gallery / "wrong_does_not_compile/student/blelloch.cu",
            "single_pass.cu": gallery / "wrong_hangs_spin/student/single_pass.cu"})
     rc, out = s.make_test()
-    assert rc == 1, out[-4000:]
+    assert rc != 0, out[-4000:]
     check_screen(out)
+    assert out.index("compile error in student/blelloch.cu:") < out.index("ScanGrade: running")
     block = out[out.index("compile error in student/blelloch.cu:"):].splitlines()[1:]
     assert "student/blelloch.cu:" in block[0] and "error" in block[0] and "__syncthread" in block[0], block[:5]
     assert not any("harness/emulation" in l for l in block[:12]), block[:12]
@@ -405,7 +407,7 @@ def test_handout_as_a_student_without_nvcc(tarball, student_user, student_base):
     assert out.count("no result within") == 3, out[-3000:]
     tail = out[out.rindex("ScanGrade summary:"):]
     assert "FAILED" not in tail and "points: " in tail
-    assert "--gtest_filter='HillisSteele/Kernel.Case/int32_n" in tail
+    assert "--gtest_filter='HillisSteele/Kernel.Case/int32_n" in tail and "compile_error'" not in tail
     assert "--gtest_filter='SinglePass/Kernel.Case/int32_n1025_random'" in tail
 
     # the reference solutions as the student's code: every case passes, the cases above the
@@ -448,7 +450,7 @@ def test_handout_as_a_student_with_nvcc(tarball, student_user, student_base):
     s.put({"hillis_steele.cu": host_only,
            "kogge_stone.cuh": REPO / "grading/gallery/correct_kogge_stone/student/kogge_stone.cuh"})
     rc, out = s.make_test()
-    assert rc == 1, out[-4000:]
+    assert rc != 0, out[-4000:]
     check_screen(out)
     assert "compile error in student/hillis_steele.cu by nvcc (the GPU grader's compiler" in out, out[-4000:]
     cells = summary(out)

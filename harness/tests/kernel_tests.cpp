@@ -156,7 +156,10 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
       return;
     }
     const Outcome& o = it->second;
-    if (o.skipped || o.status == Status::Pass || o.status == Status::NotImplemented) return;
+    // a compile error is said once, under the summary (its compiler message came before the tests)
+    if (o.skipped || o.status == Status::Pass || o.status == Status::NotImplemented ||
+        o.status == Status::CompileError)
+      return;
     if (o.message.find(": not run: ") != std::string::npos) {  // stopped: said once per slot
       if (!stopped_.insert(o.slot).second) return;
       std::cout << "\n" << wrap(std::string(name(o.status)) + ": " + o.message + "; the slot's other cases are not "
@@ -178,12 +181,12 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
     std::size_t skipped_cases = 0, failed_cases = 0;
     for (const Case& c : suite_or_empty().cases) {
       max_points += c.points;
-      Cell& cell = cells[{c.slot, c.dtype}];
-      ++cell.cases;
+      cells[{c.slot, c.dtype}];
     }
     for (const auto& [test, o] : g_outcome) {
       if (o.status == Status::NotImplemented) continue;
       Cell& cell = cells[{o.slot, o.dtype}];
+      ++cell.cases;  // the cases that ran or were skipped (--gtest_filter may leave some out)
       if (o.skipped) {
         ++cell.skipped;
         ++skipped_cases;
@@ -205,28 +208,30 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
       for (DType dtype : kAllDTypes) {
         const auto it = cells.find({slot, dtype});
         std::ostringstream cell;
-        if (it == cells.end() || it->second.cases == 0) {
+        if (it == cells.end()) {
           cell << "no cases";
         } else if (g_compile_error.count(slot)) {
           cell << "COMPILE ERROR";
         } else if (g_not_implemented[{slot, dtype}]) {
           cell << "NOT IMPLEMENTED";
+        } else if (it->second.cases == 0) {
+          cell << "not run";
         } else {
           const Cell& c = it->second;
           cell << c.passed << "/" << c.cases << " passed";
           for (const auto& [status, count] : c.statuses) cell << ", " << count << " " << name(status);
           if (c.skipped) cell << ", " << c.skipped << " skipped";
         }
-        if (dtype == DType::Int32) std::cout << std::setw(32);
-        std::cout << cell.str();
+        if (dtype == DType::Int32) std::cout << std::setw(30) << cell.str() << "  ";  // 2 spaces: cells never touch
+        else std::cout << cell.str();
       }
       std::cout << "\n";
     }
-    std::cout << "points: " << points_text(points) << " of " << points_text(max_points);
+    std::string score = "points: " + points_text(points) + " of " + points_text(max_points);
     if (skipped_cases)
-      std::cout << " (" << plural(skipped_cases, "case") << ", " << points_text(skipped_points)
-                << " points, skipped: above the emulation cap of 2^22 + 1 elements, they run on a GPU only)";
-    std::cout << "\n";
+      score += " (" + plural(skipped_cases, "case") + ", " + points_text(skipped_points) +
+               " points, skipped: above the emulation cap of 2^22 + 1 elements, they run on a GPU only)";
+    std::cout << wrap(score, kWrap, "  ");
     for (const auto& [slot, why] : g_compile_error)
       std::cout << wrap(std::string(name(slot)) + ": compile error: " + why, kWrap, "  ");
     if (failed_cases || unowned_failures_) {
