@@ -8,8 +8,9 @@
 2. Build: the test program is built with `make -k`/`ninja -k 0`, so every file is compiled even when
    one fails. Where CMake found nvcc (SCANGRADE_CUDA=ON), the student files are also compiled for the
    device by nvcc with the grader's flags, even when the tests run emulated: nvcc's errors are the GPU
-   grader's compile errors. A slot file that does not compile is replaced by its starter file
-   (SCANGRADE_STUDENT_STUBS) and reported as COMPILE ERROR, the other slots are tested as usual; a
+   grader's compile errors. A slot file that does not compile is replaced by a not-implemented
+   stand-in (SCANGRADE_STUDENT_STUBS: the handout's harness/starter/ files, else the grader's own
+   stub) and reported as COMPILE ERROR, the other slots are tested as usual; a
    helper file that does not compile fails every slot (as in the grader). Compiler output is shown
    with the student's first error first and the emulator's internals trimmed.
 3. Run: the kernel tests (harness/tests/kernel_tests.cpp) with SCANGRADE_COMPILE_ERRORS naming the
@@ -52,12 +53,28 @@ def cache_value(build: Path, key: str) -> str | None:
     return None
 
 
+def starter_dir(build: Path, stubs: list[str]) -> Path:
+    """The folder of stand-ins for slots that did not compile: the handout's starter files, else
+    (the project) the grader's own generated stubs, written into the build folder."""
+    if (ROOT / "harness" / "starter").is_dir():
+        return ROOT / "harness" / "starter"
+    from scangrade.build import stub_source  # the grader's stub (the project has grading/)
+    folder = build / "student-stubs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for slot in stubs:
+        text = stub_source(slot, f"student/{slot}.cu did not compile (make test)")
+        if not (folder / f"{slot}.cu").is_file() or (folder / f"{slot}.cu").read_text() != text:
+            (folder / f"{slot}.cu").write_text(text)
+    return folder
+
+
 def configure_stubs(build: Path, stubs: list[str]) -> bool:
     """Set SCANGRADE_STUDENT_STUBS (a reconfigure only when it changes); False when CMake failed."""
     want = ";".join(stubs)
     if (cache_value(build, "SCANGRADE_STUDENT_STUBS") or "") == want:
         return True
-    run = subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), f"-DSCANGRADE_STUDENT_STUBS={want}"],
+    run = subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), f"-DSCANGRADE_STUDENT_STUBS={want}",
+                          f"-DSCANGRADE_STARTER_DIR={starter_dir(build, stubs)}"],
                          capture_output=True, text=True)
     if run.returncode != 0:
         print(run.stdout + run.stderr, end="")
@@ -179,13 +196,13 @@ def main(argv: list[str] | None = None) -> int:
         for f in failed:
             errors[f] = ("nvcc rejects it (the GPU grader's compiler)" if f in nvcc_only else
                          "it does not compile") + ", see the compiler's message above"
-        print(f"\ntesting the other slots; {', '.join(sorted(errors))} stands in as the starter file")
+        print(f"\ntesting the other slots; {', '.join(sorted(errors))}: a not-implemented stand-in is linked instead")
         if not configure_stubs(build, sorted(errors)):
             return EXIT_BROKEN
         second = build_targets(build, [program], args.jobs)
         if second.returncode != 0:
             print(shown((second.stdout + second.stderr)[-6000:]), end="")
-            print("\nmake test: the build failed with the starter files standing in: please report it")
+            print("\nmake test: the build failed with the stand-ins linked: please report it")
             return EXIT_BROKEN
 
     # 3. run

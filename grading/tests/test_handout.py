@@ -203,7 +203,7 @@ def test_stop_after_timeouts_is_the_graders():
     assert "default_deadline_s(c.n, o_.backend != \"gpu\")" in (REPO / "grading/judge/session.cpp").read_text()
 
 
-def test_driver_finds_failed_student_files():
+def test_driver_finds_failed_student_files(tmp_path):
     """tools/student_test.py reads which student files failed from make's and ninja's own lines."""
     import student_test
     make = ("gmake[2]: *** [CMakeFiles/scangrade_student_test_emu.dir/build.make:90: CMakeFiles/scangrade_student_"
@@ -219,6 +219,11 @@ def test_driver_finds_failed_student_files():
              "/h/student/blelloch.cu:12:5: error: '__syncthread' was not declared in this scope\n"
              "   12 |     __syncthread();\n"
              "      |     ^~~~~~~~~~~~\n")
+    # the stand-in for a slot that did not compile: in the project, the grader's own stub
+    from scangrade.build import stub_source
+    build = tmp_path / "build"
+    folder = student_test.starter_dir(build, ["blelloch"])
+    assert (folder / "blelloch.cu").read_text() == stub_source("blelloch", "student/blelloch.cu did not compile (make test)")
     shown = student_test.student_errors(trace, "blelloch")
     assert shown[0].endswith("'__syncthread' was not declared in this scope"), shown
     assert not any("harness/emulation" in l or "In instantiation" in l for l in shown), shown
