@@ -12,6 +12,7 @@
 // words per slot and type, the points, and a rerun command for the first failure of each slot.
 // Built twice: for the GPU, and for the CPU emulation backend (SCANGRADE_EMULATED, the *_emu
 // binaries), where each case runs in a forked child under several thread orders.
+#include <algorithm>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -21,6 +22,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "scangrade/device_run.h"
 #include "scangrade/inputs.h"
@@ -79,7 +82,8 @@ bool slot_is_implemented(Slot slot, DType dtype) {
 
 // --- outcomes and the terminal printer ------------------------------------------------------------
 
-constexpr std::size_t kWrap = 100;  // failure blocks wrap here
+// failure blocks wrap at 100 columns, or at the terminal's width when it is narrower
+std::size_t g_wrap = 100;
 
 struct Outcome {
   Slot slot;
@@ -151,7 +155,7 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
     if (it == g_outcome.end()) {  // a failure that is not a case's verdict (suite error, gtest itself)
       if (!r.Failed()) return;
       for (int i = 0; i < r.total_part_count(); ++i)
-        if (r.GetTestPartResult(i).failed()) std::cout << wrap(r.GetTestPartResult(i).message(), kWrap, "  ");
+        if (r.GetTestPartResult(i).failed()) std::cout << wrap(r.GetTestPartResult(i).message(), g_wrap, "  ");
       ++unowned_failures_;
       return;
     }
@@ -163,10 +167,17 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
     if (o.message.find(": not run: ") != std::string::npos) {  // stopped: said once per slot
       if (!stopped_.insert(o.slot).second) return;
       std::cout << "\n" << wrap(std::string(name(o.status)) + ": " + o.message + "; the slot's other cases are not "
-                                 "run either (counted in the summary)", kWrap, "  ");
+                                 "run either (counted in the summary)", g_wrap, "  ");
       return;
     }
-    std::cout << "\n" << wrap(std::string(name(o.status)) + ": " + o.message, kWrap, "  ");
+    // the first case of a slot with a status gets the whole message; the next ones a line each
+    const std::string text = std::string(name(o.status)) + ": " + o.message;
+    if (shown_.insert({o.slot, o.status}).second) {
+      std::cout << "\n" << wrap(text, g_wrap, "  ");
+    } else {
+      const std::string line = text.substr(0, text.find('\n'));
+      std::cout << (line.size() > g_wrap ? line.substr(0, g_wrap - 3) + "..." : line) << "\n";
+    }
     const std::string filter = info.test_suite_name() + std::string(".") + info.name();
     if (!first_failure_.count(o.slot)) first_failure_[o.slot] = filter;
   }
@@ -231,9 +242,9 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
     if (skipped_cases)
       score += " (" + plural(skipped_cases, "case") + ", " + points_text(skipped_points) +
                " points, skipped: above the emulation cap of 2^22 + 1 elements, they run on a GPU only)";
-    std::cout << wrap(score, kWrap, "  ");
+    std::cout << wrap(score, g_wrap, "  ");
     for (const auto& [slot, why] : g_compile_error)
-      std::cout << wrap(std::string(name(slot)) + ": compile error: " + why, kWrap, "  ");
+      std::cout << wrap(std::string(name(slot)) + ": compile error: " + why, g_wrap, "  ");
     if (failed_cases || unowned_failures_) {
       std::cout << plural(failed_cases + unowned_failures_, "case") << " did not pass";
       if (!first_failure_.empty()) std::cout << "; rerun the first failure of a slot with:";
@@ -257,6 +268,7 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
 
   std::set<std::pair<Slot, DType>> started_;
   std::set<Slot> stopped_;
+  std::set<std::pair<Slot, Status>> shown_;
   std::map<Slot, std::string> first_failure_;
   std::size_t unowned_failures_ = 0;
 };
@@ -438,10 +450,14 @@ int main(int argc, char** argv) {
     }
   }
   if (argc > 0) scangrade::testing::g_program = argv[0];
+  winsize terminal{};
+  if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &terminal) == 0 && terminal.ws_col >= 40)
+    scangrade::testing::g_wrap = std::min<std::size_t>(scangrade::testing::g_wrap, terminal.ws_col);
   ::testing::InitGoogleTest(&argc, argv);
   if (scangrade::testing::kEmulated)
-    std::cout << "ScanGrade: running the kernels on the CPU emulation backend (no GPU used; results are\n"
-                 "labelled emulated, sizes above 2^22 + 1 are skipped)\n";
+    std::cout << scangrade::testing::wrap("ScanGrade: running the kernels on the CPU emulation backend (no GPU used; "
+                                          "results are labelled emulated, sizes above 2^22 + 1 are skipped)",
+                                          scangrade::testing::g_wrap, "");
   // GoogleTest's printer (harness file:line on every failure, a closing list of every failed case)
   // gives way to ours; SCANGRADE_GTEST_PRINTER=1 keeps it (for debugging the harness).
   ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
