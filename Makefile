@@ -1,8 +1,9 @@
 # ScanGrade: a thin wrapper over CMake (the build lives in build/).
 #
 #   make            build everything
-#   make test       build your slots (student/) and test them on testcases/public.json, on the GPU,
-#                   or on the CPU emulation backend when there is none
+#   make test       check student/ with the grader's file-name rules, build each slot on its own and
+#                   test your slots on testcases/public.json, on the GPU, or on the CPU emulation
+#                   backend when there is none (tools/student_test.py; FILTER='Blelloch/*' for some cases)
 #   make check      the project's own suite: CPU, GPU and Python tests, the reference solutions and
 #                   the whole gallery of known submissions with their verdicts (instructors, CI)
 #   make grade      grade student/ (or SUBMISSION=folder|zip|tar.gz) with the public suite: a table
@@ -26,7 +27,6 @@ BACKEND := $(or $(SCANGRADE_BACKEND),$(shell nvidia-smi -L >/dev/null 2>&1 && ec
 ifeq ($(filter gpu emulate,$(BACKEND)),)
 $(error SCANGRADE_BACKEND must be gpu or emulate, not '$(BACKEND)')
 endif
-STUDENT_TEST := scangrade_student_test$(if $(filter emulate,$(BACKEND)),_emu)
 export SCANGRADE_BACKEND := $(BACKEND)
 
 .PHONY: all configure test check grade demo gallery batch gradescope handout clean
@@ -39,8 +39,7 @@ configure:
 	@if [ ! -f $(BUILD)/CMakeCache.txt ] || [ -n "$(CUDA_ARCH)" ]; then cmake -S . -B $(BUILD) $(CMAKE_FLAGS); fi
 
 test: configure
-	cmake --build $(BUILD) -j $(JOBS) --target $(STUDENT_TEST)
-	$(BUILD)/$(STUDENT_TEST) $(if $(SUITE),--suite=$(SUITE))
+	@python3 tools/student_test.py --build $(BUILD) --backend $(BACKEND) --jobs $(JOBS) $(if $(SUITE),--suite $(SUITE)) $(if $(FILTER),-- --gtest_filter='$(FILTER)')
 
 check: all
 	python3 testcases/generate.py --check

@@ -3,9 +3,11 @@
 
 What goes in is an allow-list (ALLOW below), never "everything but ...": the four starter files,
 the contract header and the harness `make test` needs, the CPU emulation backend, the public suite,
-tools/deps.sh (without its pip step, which only the project's own Python tests need), the real
-CMakeLists.txt (it builds only the student targets when reference/ is absent), and from
-tools/handout/ a student Makefile and README. Reference solutions, the grader, the gallery, hidden
+the real CMakeLists.txt (it builds only the student targets when reference/ is absent), make test's
+driver tools/student_test.py with the grader's file-name rules (grading/scangrade/submission.py and
+vocab.py, shipped as tools/scangrade/) and the starter files again as harness/starter/ (they stand in
+for a slot that does not compile), and from tools/handout/ a student Makefile, README and deps.sh
+(checks, installs nothing). Reference solutions, the grader, the gallery, hidden
 suites, the suite generator and the emulator's own tests (whose kernels solve slots) stay out, and
 the build refuses to write the tarball when
 
@@ -67,12 +69,25 @@ ALLOW: list[tuple[str, str]] = [
     ("harness/emulation/src/*", "CPU emulation backend"),
     ("testcases/public.json", "the public suite"),
     ("CMakeLists.txt", "the build (student targets only without reference/)"),
-    ("tools/deps.sh", "dependency check (pip step removed)"),
+    ("tools/student_test.py", "make test's driver: the grader's layout rules, one build per slot, the tests"),
+    ("tools/submit.py", "make submit: the archive to hand in, read back with the grader's reader"),
 ]
+# handout path -> repository file shipped under another name (the same bytes: one source)
+SHIPPED_AS: dict[str, tuple[str, str]] = {
+    "tools/scangrade/submission.py": ("grading/scangrade/submission.py", "the grader's file-name rules (make test)"),
+    "tools/scangrade/vocab.py": ("grading/scangrade/vocab.py", "the grader's names, for submission.py"),
+    **{f"harness/starter/{slot}.cu": (f"student/{slot}.cu", "starter file: stands in for a slot that does not compile")
+       for slot in ("hillis_steele", "blelloch", "hierarchical", "single_pass")},
+}
 # handout path -> template under tools/handout/
 GENERATED: dict[str, str] = {
     "Makefile": "Makefile.student",
     "README.md": "README.student.md",
+    "tools/deps.sh": "deps.sh",
+}
+# handout path -> text made here
+GENERATED_TEXT: dict[str, str] = {
+    "tools/scangrade/__init__.py": '"""The grader\'s submission rules (grading/scangrade in the course\'s grader), for make test."""\n',
 }
 FORBIDDEN_TEXT = b"namespace scangrade::reference"
 # everything but reference/ and grading/ may ship (and no hidden suite); the emulator's tests solve slots
@@ -82,9 +97,6 @@ FEEDBACK_TEMPLATE = "feedback.yml"
 FEEDBACK_PATH = ".github/workflows/feedback.yml"
 GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 GIT_REF = re.compile(r"^[A-Za-z0-9_./-]+$")
-
-# tools/deps.sh installs the project's Python test requirements; the handout has none of them.
-DEPS_PIP_BLOCK_START = "# Python packages for the grader's tests"
 
 
 class HandoutError(Exception):
@@ -176,19 +188,6 @@ def matches(path: str, pattern: str) -> bool:
     return len(parts) == len(pparts) and all(fnmatch.fnmatchcase(a, b) for a, b in zip(parts, pparts))
 
 
-def student_deps_sh(text: str) -> str:
-    """tools/deps.sh without the block that pip-installs the project's Python test requirements."""
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, l in enumerate(lines) if l.startswith(DEPS_PIP_BLOCK_START)), None)
-    if start is None:
-        raise HandoutError(f"tools/deps.sh: no line starting with {DEPS_PIP_BLOCK_START!r}: "
-                           "update student_deps_sh() in tools/handout.py")
-    end = next((i for i in range(start, len(lines)) if lines[i].rstrip() == "fi"), None)
-    if end is None or "requirements-dev.txt" not in "".join(lines[start:end + 1]):
-        raise HandoutError("tools/deps.sh: the pip block changed shape: update student_deps_sh() in tools/handout.py")
-    return "".join(lines[:start] + lines[end + 1:])
-
-
 def feedback_workflow(grader_repo: str, grader_ref: str, runs_on: list[str] | None = None) -> str:
     """The student feedback workflow, pinned to grader_repo at grader_ref (a tag or a commit sha: a
     branch moves under the students' feet). runs_on: the default runner labels (ubuntu-latest)."""
@@ -215,15 +214,19 @@ def collect(source, feedback: str | None = None) -> list[Entry]:
         if not hits:
             raise HandoutError(f"allow-list entry {pattern!r} matches no file: update ALLOW in tools/handout.py")
         for f in hits:
-            data = source.read(f)
-            if f == "tools/deps.sh":
-                data = student_deps_sh(data.decode()).encode()
-            entries.setdefault(f, Entry(f, data, source.executable(f), why))
+            entries.setdefault(f, Entry(f, source.read(f), source.executable(f), why))
+    for path, (origin, why) in SHIPPED_AS.items():
+        if origin not in files:
+            raise HandoutError(f"{origin} (shipped as {path}) is missing: update SHIPPED_AS in tools/handout.py")
+        entries[path] = Entry(path, source.read(origin), source.executable(origin), f"{why} ({origin})")
     for path, template in GENERATED.items():
         t = TEMPLATES / template
         if not t.is_file():
             raise HandoutError(f"missing template {t}")
-        entries[path] = Entry(path, t.read_bytes(), False, f"student version of {path} (tools/handout/{template})")
+        entries[path] = Entry(path, t.read_bytes(), os.access(t, os.X_OK),
+                              f"student version of {path} (tools/handout/{template})")
+    for path, text in GENERATED_TEXT.items():
+        entries[path] = Entry(path, text.encode(), False, "made by tools/handout.py")
     if feedback is not None:
         entries[FEEDBACK_PATH] = Entry(FEEDBACK_PATH, feedback.encode(), False,
                                        f"feedback CI, pinned grader (tools/handout/{FEEDBACK_TEMPLATE})")

@@ -59,6 +59,11 @@ inline PolicyAction policy_action(const Suite& s, const std::string& rule) {
 /// element, on the CPU emulation backend 20 s + 3 us per element.
 double default_deadline_s(std::size_t n, bool emulated);
 
+/// The stop rule for hangs: after this many timeouts in a row in one slot, the slot's remaining
+/// cases are not run and count as timeouts (each would wait out its deadline). The grader's default
+/// (scangrade_judge --stop-after-timeouts) and `make test` both use it.
+inline constexpr std::size_t kStopAfterTimeouts = 3;
+
 /// The compute-sanitizer tools a case may ask for, in the order the grader runs them.
 inline constexpr const char* kSanitizerTools[] = {"racecheck", "memcheck", "synccheck"};
 

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""`make test`: check student/ as the grader does, build each slot on its own, run the kernel tests.
+
+    python3 tools/student_test.py --build build --backend emulate [--suite F] [-- gtest flags]
+
+1. Layout: student/ is read with the grader's own rules (scangrade.submission: the same file names,
+   message and suggestion); a layout error stops here, as it stops the grader (every slot scores 0).
+2. Build: the test program is built with `make -k`/`ninja -k 0`, so every file is compiled even when
+   one fails. Where CMake found nvcc (SCANGRADE_CUDA=ON), the student files are also compiled for the
+   device by nvcc with the grader's flags, even when the tests run emulated: nvcc's errors are the GPU
+   grader's compile errors. A slot file that does not compile is replaced by a not-implemented
+   stand-in (SCANGRADE_STUDENT_STUBS: the handout's harness/starter/ files, else the grader's own
+   stub) and reported as COMPILE ERROR, the other slots are tested as usual; a
+   helper file that does not compile fails every slot (as in the grader). Compiler output is shown
+   with the student's first error first and the emulator's internals trimmed.
+3. Run: the kernel tests (harness/tests/kernel_tests.cpp) with SCANGRADE_COMPILE_ERRORS naming the
+   slots that did not compile.
+
+Exit status: 0 every case that ran passed (a slot that is not implemented is not a failure), 1 some
+case failed or a slot did not compile, 2 layout error (the grader's layout_error), 3 the build
+itself is broken (not the student's code: CMake, the harness).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# the grader's submission rules: grading/scangrade in the project, tools/scangrade in the handout
+for rules in (ROOT / "grading", ROOT / "tools"):
+    if (rules / "scangrade" / "submission.py").is_file():
+        sys.path.insert(0, str(rules))
+        break
+from scangrade.submission import load_submission  # noqa: E402
+from scangrade.vocab import SLOTS  # noqa: E402
+
+EXIT_PASSED, EXIT_FAILED, EXIT_LAYOUT, EXIT_BROKEN = 0, 1, 2, 3
+ERROR_LINES = 12  # compiler lines shown per failed file
+
+
+def cache_value(build: Path, key: str) -> str | None:
+    try:
+        for line in (build / "CMakeCache.txt").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return line.split("=", 1)[1]
+    except OSError:
+        return None
+    return None
+
+
+def starter_dir(build: Path, stubs: list[str]) -> Path:
+    """The folder of stand-ins for slots that did not compile: the handout's starter files, else
+    (the project) the grader's own generated stubs, written into the build folder."""
+    if (ROOT / "harness" / "starter").is_dir():
+        return ROOT / "harness" / "starter"
+    from scangrade.build import stub_source  # the grader's stub (the project has grading/)
+    folder = build / "student-stubs"
+    folder.mkdir(parents=True, exist_ok=True)
+    for slot in stubs:
+        text = stub_source(slot, f"student/{slot}.cu did not compile (make test)")
+        if not (folder / f"{slot}.cu").is_file() or (folder / f"{slot}.cu").read_text() != text:
+            (folder / f"{slot}.cu").write_text(text)
+    return folder
+
+
+def configure_stubs(build: Path, stubs: list[str]) -> bool:
+    """Set SCANGRADE_STUDENT_STUBS (a reconfigure only when it changes); False when CMake failed."""
+    want = ";".join(stubs)
+    if (cache_value(build, "SCANGRADE_STUDENT_STUBS") or "") == want:
+        return True
+    run = subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build), f"-DSCANGRADE_STUDENT_STUBS={want}",
+                          f"-DSCANGRADE_STARTER_DIR={starter_dir(build, stubs)}"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        print(run.stdout + run.stderr, end="")
+    return run.returncode == 0
+
+
+def build_targets(build: Path, targets: list[str], jobs: int) -> subprocess.CompletedProcess:
+    """Every file of the targets compiled, failures or not (make -k, ninja -k 0)."""
+    keep_going = ["-k", "0"] if "Ninja" in (cache_value(build, "CMAKE_GENERATOR") or "") else ["-k"]
+    cmd = ["cmake", "--build", str(build), "-j", str(jobs)]
+    for t in targets:
+        cmd += ["--target", t]
+    return subprocess.run(cmd + ["--", *keep_going], capture_output=True, text=True)
+
+
+# a compiled student file, as the build names its object: the emulated rewrite
+# (emulated/<target>/<name>.<hash>/<name>.cpp) or nvcc's (scangrade_student.dir/.../<name>.cu.o)
+EMULATED_OBJECT = re.compile(r"emulated/[^/\s]+/([\w-]+)\.[0-9a-f]{8}/")
+NVCC_OBJECT = re.compile(r"scangrade_student\.dir/\S*?([\w-]+)\.cu\.o")
+
+
+def failed_files(output: str) -> tuple[set[str], set[str]]:
+    """Names (without .cu) of the student files whose emulated build (rewrite or compile) failed,
+    and of those nvcc failed to compile."""
+    emulated, nvcc = set(), set()
+    for line in output.splitlines():
+        if "*** [" in line or line.startswith("FAILED:"):
+            emulated.update(EMULATED_OBJECT.findall(line))
+            nvcc.update(NVCC_OBJECT.findall(line))
+    return emulated, nvcc
+
+
+def student_errors(output: str, name: str) -> list[str]:
+    """The compiler's lines about student/<name>.cu: its first error first, the emulator's headers'
+    template trace and make's own lines dropped."""
+    mine = re.compile(rf"(?:^|/)student/{re.escape(name)}\.cu[:(]")
+    noise = re.compile(r"harness/emulation/|In instantiation of|required from|In file included from|"
+                       r"^\s+from |^make|^gmake|^ninja|^\[|^FAILED:|^Error|^Scanning|^Consolidate|^Rewriting|"
+                       r"note:|In function|In member function|At global scope|^compilation terminated|"
+                       r"errors? detected in the compilation")
+    lines = [l for l in output.splitlines() if mine.search(l) or (l.startswith((" ", "\t")) and l.strip())]
+    keep, take = [], False
+    for line in output.splitlines():
+        if mine.search(line):
+            take = not noise.search(line)
+            if take:
+                keep.append(line)
+        elif take and line.startswith((" ", "\t")) and not noise.search(line):
+            keep.append(line)  # the source line and caret under a message of ours
+        else:
+            take = False
+    if not keep:
+        keep = [l for l in lines if "error" in l][:ERROR_LINES] or output.strip().splitlines()[-ERROR_LINES:]
+    first = next((i for i, l in enumerate(keep) if re.search(r"\berror\b", l)), 0)
+    ordered = keep[first:] + keep[:first]
+    # drop exact repeats (one error reached through several instantiations)
+    seen, out = set(), []
+    for l in ordered:
+        if l not in seen:
+            seen.add(l)
+            out.append(l)
+    return out
+
+
+def shown(path_text: str) -> str:
+    return path_text.replace(str(ROOT) + "/", "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog="Exit status: 0 passed, 1 failed or compile error, 2 layout error, "
+                                            "3 the build is broken (not your code).")
+    parser.add_argument("--build", type=Path, default=ROOT / "build", help="CMake build folder (configured)")
+    parser.add_argument("--backend", choices=("gpu", "emulate"), default="emulate")
+    parser.add_argument("--suite", help="suite file (default: testcases/public.json)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("gtest", nargs="*", help="flags for the test program (after --), e.g. --gtest_filter=...")
+    args = parser.parse_args(argv)
+    build = args.build.resolve()
+    sys.stdout.reconfigure(line_buffering=True)  # our lines before the test program's
+
+    # 1. the grader's layout rules
+    sub = load_submission(Path(cache_value(build, "SCANGRADE_STUDENT_DIR") or ROOT / "student"))
+    if sub.layout_error:
+        print(f"layout error: {sub.layout_error}")
+        print("The grader refuses this layout (layout_error): every slot would score 0. Nothing was built.")
+        return EXIT_LAYOUT
+    for note in sub.notes:
+        print(f"note: {note}")
+
+    # 2. build, every file on its own
+    cuda = (cache_value(build, "SCANGRADE_CUDA") or "").upper() in ("ON", "TRUE", "1")
+    program = "scangrade_student_test" + ("_emu" if args.backend == "emulate" else "")
+    targets = [program] + (["scangrade_student"] if cuda and args.backend == "emulate" else [])
+    if not configure_stubs(build, []):
+        return EXIT_BROKEN
+    print(f"building {', '.join(targets)} ...", flush=True)
+    first = build_targets(build, targets, args.jobs)
+    errors: dict[str, str] = {}  # slot -> why
+    if first.returncode != 0:
+        output = first.stdout + first.stderr
+        emulated, nvcc = failed_files(output)
+        failed = emulated | nvcc
+        helpers = sorted(f for f in failed if f not in SLOTS)
+        if not failed:
+            print(shown(output[-6000:]), end="")
+            print("\nmake test: the build failed outside your files (see above): not your code; please report it")
+            return EXIT_BROKEN
+        nvcc_only = nvcc - emulated
+        for f in sorted(failed):
+            by = " by nvcc (the GPU grader's compiler; the emulated build accepts it)" if f in nvcc_only else ""
+            print(f"\ncompile error in student/{f}.cu{by}:")
+            for line in student_errors(output, f)[:ERROR_LINES]:
+                print("  " + shown(line))
+        if helpers:
+            print(f"\nstudent/{helpers[0]}.cu is a helper file, compiled into every slot: no slot can be tested "
+                  "(the grader gives every slot compile_error)")
+            return EXIT_FAILED
+        for f in failed:
+            errors[f] = ("nvcc rejects it (the GPU grader's compiler)" if f in nvcc_only else
+                         "it does not compile") + ", see the compiler's message above"
+        print(f"\ntesting the other slots; {', '.join(sorted(errors))}: a not-implemented stand-in is linked instead")
+        if not configure_stubs(build, sorted(errors)):
+            return EXIT_BROKEN
+        second = build_targets(build, [program], args.jobs)
+        if second.returncode != 0:
+            print(shown((second.stdout + second.stderr)[-6000:]), end="")
+            print("\nmake test: the build failed with the stand-ins linked: please report it")
+            return EXIT_BROKEN
+
+    # 3. run
+    env = dict(os.environ)
+    env["SCANGRADE_COMPILE_ERRORS"] = ";".join(f"{s}={why}" for s, why in sorted(errors.items()))
+    try:  # the program as the rerun commands name it: relative to where make runs
+        shown_program = str((build / program).relative_to(Path.cwd()))
+    except ValueError:
+        shown_program = str(build / program)
+    cmd = [shown_program] + ([f"--suite={args.suite}"] if args.suite else []) + args.gtest
+    rc = subprocess.run(cmd, env=env, executable=str(build / program)).returncode
+    if rc == 0 and errors:
+        return EXIT_FAILED
+    return EXIT_FAILED if rc != 0 else EXIT_PASSED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
