@@ -6,8 +6,8 @@ differ, `emulation_verdicts`) and, optionally, `hints`: a substring that the mes
 first non-passing case must contain (`emulation_hints` where the emulation backend differs; null
 there drops the hint). Hints are checked both ways: a slot expected to `fail` that names no hint
 (neither in `hints` nor in `emulation_hints`) must get a message without any hint line, so that a
-hint firing on the wrong bug is a mismatch too; an explicit null leaves the slot unchecked. This grades each entry with grade.py — plus the reference solutions
-through the prebuilt reference worker — computes each slot's verdict from results.json and prints
+hint firing on the wrong bug is a mismatch too; an explicit null leaves the slot unchecked. This
+grades each entry with grade.py — plus the reference solutions through the prebuilt reference worker — computes each slot's verdict from results.json and prints
 a table entry × slot: expected vs got. Exit 0 when every verdict and hint matches, 1 otherwise.
 With --results-from BATCH_DIR it grades nothing and reads the results a batch run
 (grading/batch.py over the gallery's entries) wrote: the gradebook maps each entry to its results;
