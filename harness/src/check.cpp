@@ -118,11 +118,12 @@ bool int_rounded_through_float(const Case& c, const std::vector<double>& expecte
 }
 
 /// Inclusive outputs that sum only the last `window` inputs: got[i] = expected[i] - expected[i - window]
-/// from i = window (a power of two) on; a Hillis-Steele step loop that stops before its largest stride.
+/// from i = window (a power of two, 2 at least: a window of 1 is the input itself, no evidence of a
+/// loop that ran) on; a Hillis-Steele step loop that stops before its largest stride.
 template <typename T>
 bool sums_only_a_window(const Case& c, const std::vector<double>& expected, const std::vector<T>& got,
                         const Comparison& cmp, const Terms<T>& terms, std::size_t window) {
-  if (c.kind != ScanKind::Inclusive || window == 0 || (window & (window - 1)) != 0) return false;
+  if (c.kind != ScanKind::Inclusive || window < 2 || (window & (window - 1)) != 0) return false;
   return every_shown(cmp, 1, [&](std::size_t i) {
     if (i < window) return false;
     const double want = expected[i] - expected[i - window];

@@ -296,6 +296,12 @@ TEST(Hints, HillisSteeleSkippingItsLargestStride) {
   }
 }
 
+TEST(Hints, NoWindowHintForTheInputItself) {
+  Fixture f(make_case(Slot::HillisSteele, 2));
+  f.run.output[1] = f.input[1];  // no step ran at all: a window of 1 says nothing about the loop's bound
+  if (f.input[0] != 0) EXPECT_EQ(hint_of(f.verdict()), "");
+}
+
 TEST(Hints, BlockHintsOnlyForMultiBlockSlots) {
   Fixture f(make_case(Slot::HillisSteele, 1000));
   for (std::size_t i = 512; i < f.c.n; ++i) f.run.output[i] = 7;
