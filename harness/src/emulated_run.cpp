@@ -47,7 +47,11 @@ std::string first_difference(const RunRecord<T>& a, const RunRecord<T>& b, const
   const std::string where = difference(a, b, name_a, name_b);
   if (where.empty()) return "";
   return where + ": the result depends on thread scheduling, a data race (a thread reads shared memory that another "
-                 "writes with no barrier between them: add __syncthreads()/__syncwarp() or double-buffer)";
+                 "writes with no barrier between them: add __syncthreads()/__syncwarp() or double-buffer; if every "
+                 "such access has its barrier, look for an operation whose result C++ leaves undefined, which the "
+                 "emulator's CPU computes differently from the GPU: a shift by 32 bits or more (on the GPU `x << 32` "
+                 "is 0 and a signed `x >> 32` fills with the sign bit; the CPU shifts by the count modulo 32), or a "
+                 "negative or too large float converted to an unsigned or int type)";
 }
 
 /// After the orders disagreed: the first order once more. When the same order gives another result
