@@ -179,6 +179,10 @@ CaseMemory* Session::case_memory(CaseResult& r) {
   return memory_.get();
 }
 
+static std::string correctness_note(const CaseResult& r) {
+  return "\n  correctness (not scored): " + std::string(name(r.status)) + (r.message.empty() ? "" : ": " + r.message);
+}
+
 void Session::policy_finding(const Entry& e, const CheckReply& reply, CaseResult& r) {
   const std::string rule = reply.policy_rule.empty() ? "host_compute" : reply.policy_rule;
   const PolicyAction action = policy_action(*e.suite, rule);
@@ -189,8 +193,8 @@ void Session::policy_finding(const Entry& e, const CheckReply& reply, CaseResult
     r.message += (r.message.empty() ? "" : "\n") + std::string("policy (flagged, not scored): ") + evidence;
     return;
   }
+  r.message = evidence + correctness_note(r);
   r.status = Status::PolicyViolation;
-  r.message = evidence;
   policy_slots_.emplace(e.c.slot, evidence);
 }
 
@@ -315,10 +319,7 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     } else if (const std::string why = streaks.stops(e); !why.empty()) {
       r.status = streaks.status(e.c.slot);
       r.message = why;
-    } else if (const std::string evidence = session->policy_evidence(e.c.slot); !evidence.empty()) {
-      r.status = Status::PolicyViolation;  // the slot scores 0 already: its other cases need not run
-      r.message = "not run: an earlier case of this slot broke a rule of the assignment: " + evidence;
-    } else {
+    } else {  // a slot that broke a zero_slot rule still runs: its correctness results are shown
       CaseData data = ahead_i == i ? ahead.get() : case_data_for_run(e, o.case_cache, device);
       make_ahead(i + 1);
       const int before = session->cases_in_worker();
@@ -346,8 +347,9 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
     const std::string evidence = session->policy_evidence(entries[i].c.slot);
     if (evidence.empty() || results[i].status == Status::PolicyViolation) continue;
     if (results[i].status == Status::CompileError || results[i].status == Status::NotImplemented) continue;
+    results[i].message = "not counted: a case of this slot broke a rule of the assignment: " + evidence +
+                         correctness_note(results[i]);
     results[i].status = Status::PolicyViolation;
-    results[i].message = "not counted: another case of this slot broke a rule of the assignment: " + evidence;
   }
   return std::max(0.0, seconds_since(start) - waited());
 }

@@ -4,8 +4,10 @@ The gallery (grading/gallery/<entry>/) holds complete submissions, known-correct
 each with expected.json: the verdict every slot must get (and, where the CPU emulation backend must
 differ, `emulation_verdicts`) and, optionally, `hints`: a substring that the message of the slot's
 first non-passing case must contain (`emulation_hints` where the emulation backend differs; null
-there drops the hint). This grades each entry with grade.py — plus the reference solutions
-through the prebuilt reference worker — computes each slot's verdict from results.json and prints
+there drops the hint). Hints are checked both ways: a slot expected to `fail` that names no hint
+(neither in `hints` nor in `emulation_hints`) must get a message without any hint line, so that a
+hint firing on the wrong bug is a mismatch too; an explicit null leaves the slot unchecked. This
+grades each entry with grade.py — plus the reference solutions through the prebuilt reference worker — computes each slot's verdict from results.json and prints
 a table entry × slot: expected vs got. Exit 0 when every verdict and hint matches, 1 otherwise.
 With --results-from BATCH_DIR it grades nothing and reads the results a batch run
 (grading/batch.py over the gallery's entries) wrote: the gradebook maps each entry to its results;
@@ -63,7 +65,8 @@ class Entry:
     expected: dict[str, str]
     bug: str | None = None
     kind: str = ""                  # "exploit": graded only inside the sandbox (--sandbox require)
-    hints: dict[str, str] = field(default_factory=dict)   # slot -> substring of its first problem's message
+    # slot -> substring of its first problem's message, or None: that message must have no hint line
+    hints: dict[str, str | None] = field(default_factory=dict)
     got: dict[str, str] = field(default_factory=dict)
     first_problems: dict[str, FirstProblem] = field(default_factory=dict)
     error: str = ""
@@ -87,6 +90,12 @@ class Entry:
             if self.got.get(slot) != self.expected.get(slot):
                 continue
             first = self.first_problems.get(slot)
+            if hint is None:
+                if first is not None and HINT_LINE in first.message:
+                    line = first.message[first.message.index(HINT_LINE) + 1:].split("\n")[0]
+                    problems[slot] = (f"expected no hint in the message of its first {first.status} case "
+                                      f"({first.case_id}), got {shorten(line)!r}")
+                continue
             if first is None:
                 problems[slot] = f"expected a message containing {hint!r}, but no case of the slot failed"
             elif hint not in first.message:
@@ -107,14 +116,21 @@ def expected_verdicts(spec: dict, backend: str) -> dict[str, str]:
     return expected
 
 
-def expected_hints(spec: dict, backend: str) -> dict[str, str]:
+HINT_LINE = "\n  hint: "  # how a fail message gives its hint (harness/src/check.cpp)
+
+
+def expected_hints(spec: dict, backend: str) -> dict[str, str | None]:
     """An expected.json's hints on this backend: `hints`, with `emulation_hints` on top when emulated
-    (null drops a slot's hint); slots expected to pass have no hint to check."""
-    hints = dict(spec.get("hints", {}))
+    (null drops a slot's hint); slots expected to pass have no hint to check. A slot expected to
+    `fail` that names no hint at all maps to None: its message must carry no hint line."""
+    named = dict(spec.get("hints", {}))
     if backend == "emulate":
-        hints.update(spec.get("emulation_hints", {}))
+        named.update(spec.get("emulation_hints", {}))
     verdicts = expected_verdicts(spec, backend)
-    return {slot: hint for slot, hint in hints.items() if hint is not None and verdicts.get(slot, "pass") != "pass"}
+    hints: dict[str, str | None] = {slot: hint for slot, hint in named.items()
+                                    if hint is not None and verdicts.get(slot, "pass") != "pass"}
+    hints.update({slot: None for slot, verdict in verdicts.items() if verdict == "fail" and slot not in named})
+    return hints
 
 
 def first_problems(results: dict) -> dict[str, FirstProblem]:

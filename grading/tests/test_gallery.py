@@ -53,6 +53,26 @@ def test_hint_missing_is_a_mismatch():
     assert "hierarchical.int32.n1.fail" in problems[0] and "got 3, expected 4" in problems[0]
 
 
+def test_a_hint_on_a_slot_expected_to_have_none_is_a_mismatch():
+    wrong_hint = "3 of 9 elements wrong\n  hint: out[5] holds the value expected one position earlier\n  why this case: x"
+    doc = results(*not_written(), case("hierarchical", "fail", wrong_hint))
+    problems = entry({"hierarchical": None}, doc).mismatches()
+    assert len(problems) == 1 and "expected no hint" in problems[0], problems
+    assert "one position earlier" in problems[0]
+    doc = results(*not_written(), case("hierarchical", "fail", "3 of 9 elements wrong\n  why this case: x"))
+    assert entry({"hierarchical": None}, doc).mismatches() == []
+
+
+def test_a_fail_verdict_without_a_named_hint_expects_none():
+    spec = {"verdicts": {**NOT_WRITTEN, "hierarchical": "fail"}}
+    assert gallery.expected_hints(spec, "gpu") == {"hierarchical": None}
+    assert gallery.expected_hints(spec, "emulate") == {"hierarchical": None}
+    # an explicit null leaves the slot unchecked; other verdicts are not held to "no hint"
+    assert gallery.expected_hints({**spec, "hints": {"hierarchical": None}}, "gpu") == {}
+    assert gallery.expected_hints({**spec, "emulation_hints": {"hierarchical": None}}, "emulate") == {}
+    assert gallery.expected_hints({"verdicts": {**NOT_WRITTEN, "hierarchical": "crash"}}, "gpu") == {}
+
+
 def test_hint_is_case_sensitive():
     doc = results(*not_written(), case("hierarchical", "fail", "a Missing Level of block sums"))
     assert entry({"hierarchical": "missing level"}, doc).mismatches()

@@ -41,6 +41,9 @@ Trace translate(const emu::Trace& e) {
   for (const emu::Trace::Kernel& k : e.kernels) {
     t.kernels.push_back(Trace::Kernel{k.name, std::int64_t(k.launches), std::int64_t(k.max_blocks)});
   }
+  t.d2h_so_far = std::int64_t(e.d2h_so_far);
+  t.d2h_before_last_h2d = std::int64_t(e.d2h_before_last_h2d);
+  t.h2d_after_first_d2h = std::int64_t(e.h2d_after_first_d2h);
   t.launches = std::int64_t(e.launches);
   for (const emu::Trace::HostEvent& h : e.host) {
     if (h.kind == emu::Trace::HostKind::FreeHost) {

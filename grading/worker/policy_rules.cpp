@@ -16,6 +16,12 @@ void Trace::copy(const std::string& api, CopyDirection direction, std::int64_t b
   (direction == CopyDirection::DeviceToHost ? c.d2h_bytes : c.h2d_bytes) += bytes;
   c.largest = std::max(c.largest, bytes);
   ++c.count;
+  if (direction == CopyDirection::DeviceToHost) {
+    d2h_so_far += bytes;
+  } else if (d2h_so_far > 0) {
+    h2d_after_first_d2h += bytes;
+    d2h_before_last_h2d = d2h_so_far;
+  }
 }
 
 void Trace::launch(const std::string& kernel, std::int64_t blocks) {
@@ -87,29 +93,30 @@ std::string library_rule(const Trace& t) {
   return "";
 }
 
-// host_compute (a): device<->host copies over the limit
+// host_compute (a): a device->host->device round trip over the limit each way
 std::string copy_rule(const Trace& t) {
-  std::int64_t d2h = 0, h2d = 0, largest = 0;
+  const std::int64_t read = t.d2h_before_last_h2d, written = t.h2d_after_first_d2h;
+  if (read <= kRoundTripLimit || written <= kRoundTripLimit) return "";
+  std::int64_t largest = 0;
   std::vector<std::string> apis;
   for (const auto& [api, c] : t.copies) {
-    d2h += c.d2h_bytes;
-    h2d += c.h2d_bytes;
     largest = std::max(largest, c.largest);
     apis.push_back(api);
   }
-  if (d2h + h2d <= kHostCopyLimit) return "";
   std::vector<std::string> pinned;
   for (const Trace::HostUse& u : t.host_memory) {
     if (u.kind == HostMemory::Pinned && std::find(pinned.begin(), pinned.end(), u.api) == pinned.end()) {
       pinned.push_back(u.api);
     }
   }
-  std::string s = "the slot copied " + plural(d2h, "byte", "bytes") + " device->host and " +
-                  plural(h2d, "byte", "bytes") + " host->device (" + join(apis) + "; largest single copy " +
-                  plural(largest, "byte", "bytes") + "; a slot may copy at most " + std::to_string(kHostCopyLimit) +
-                  " bytes between the device and the host)";
+  std::string s = "the slot copied " + plural(read, "byte", "bytes") + " device->host and then " +
+                  plural(written, "byte", "bytes") + " host->device (" + join(apis) + "; largest single copy " +
+                  plural(largest, "byte", "bytes") + ")";
   if (!pinned.empty()) s += ", staged in page-locked host memory (" + join(pinned) + ")";
-  return s + ": a scan computed on the host is not allowed; keep the data on the device.";
+  return s + ": data read on the host and results written back (a round trip of more than " +
+         std::to_string(kRoundTripLimit) +
+         " bytes each way) is a scan computed on the host, which is not allowed; keep the data on the device "
+         "(copies in one direction only, such as a debug print or an upload of initial values, are allowed).";
 }
 
 // host_compute (b): managed, mapped, registered host memory

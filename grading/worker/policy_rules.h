@@ -7,9 +7,14 @@
 //   library       a kernel whose name (mangled or demangled) is a library scan's: cub:: / thrust::
 //                 (mangled N3cub / N6thrust), ModernGPU (mgpu::), CUDPP, or a CUB DeviceScan kernel.
 //                 The name is cut at kNameShown characters in the message.
-//   host_compute  (a) copies between the device and the host, both directions together, of more than
-//                     kHostCopyLimit bytes during the call (copies of a few scalars, such as a tile
-//                     count or a flag, stay under it);
+//   host_compute  (a) a round trip through the host: data copied device->host and then data copied
+//                     host->device, each way more than kRoundTripLimit bytes. The bytes counted are the
+//                     device->host bytes copied before the last host->device copy (what the host could
+//                     have read before writing back) and the host->device bytes copied after the first
+//                     device->host copy (what could depend on them). The size of a copy is not evidence:
+//                     copies in one direction only are allowed whatever their size (a debug print that
+//                     copies a few arrays to the host, an upload of initial flags or sums before any
+//                     read-back), and so are round trips of a few scalars (a tile count, a flag);
 //                 (b) any use of host memory the device can address or the host can read without a
 //                     copy: managed memory (cudaMallocManaged, cuMemAllocManaged), mapped memory
 //                     (cudaHostAlloc with cudaHostAllocMapped, cuMemHostAlloc with
@@ -42,8 +47,9 @@
 
 namespace scangrade::grader::policy {
 
-/// Device<->host bytes one slot call may copy, both directions together.
-inline constexpr std::int64_t kHostCopyLimit = 4096;
+/// Bytes each way of a device->host->device round trip one slot call may make (512 int32 values; a round
+/// trip of a few scalars stays under it).
+inline constexpr std::int64_t kRoundTripLimit = 2048;
 /// Characters of a kernel name quoted in a message.
 inline constexpr std::size_t kNameShown = 120;
 /// Distinct kernel names kept per call (later ones only add to the launch count).
@@ -84,6 +90,10 @@ struct Trace {
   };
 
   std::map<std::string, Copies> copies;   // by API name (cudaMemcpy, cudaMemcpyAsync, cuMemcpyDtoH_v2, ...)
+  // the round trip (host_compute (a)), in the order of the calls
+  std::int64_t d2h_so_far = 0;           // device->host bytes copied so far
+  std::int64_t d2h_before_last_h2d = 0;  // device->host bytes copied before the last host->device copy
+  std::int64_t h2d_after_first_d2h = 0;  // host->device bytes copied after the first device->host copy
   std::vector<Kernel> kernels;            // in order of first launch, at most kKernelsKept names
   std::int64_t launches = 0;              // every launch
   std::vector<HostUse> host_memory;       // in order, at most kKernelsKept entries

@@ -77,6 +77,75 @@ bool is_other_kind(const std::vector<T>& input, ScanKind kind, const std::vector
 
 std::size_t lowest_power_of_two_factor(std::size_t x) { return x & (~x + 1); }
 
+bool multi_block(Slot slot) { return slot == Slot::Hierarchical || slot == Slot::SinglePass; }
+
+/// Each output element's number of terms and sum of |x| (for_each_prefix), for the pattern hints.
+template <typename T>
+struct Terms {
+  std::vector<std::size_t> count;
+  std::vector<double> abs_sum;
+  Terms(const std::vector<T>& input, ScanKind kind) : count(input.size()), abs_sum(input.size()) {
+    for_each_prefix(input, kind, [&](std::size_t i, std::size_t terms, double sum, bool) {
+      count[i] = terms;
+      abs_sum[i] = sum;
+    });
+  }
+};
+
+/// True when pred(i) holds for every shown wrong index, and there are at least `least` of them.
+template <typename Pred>
+bool every_shown(const Comparison& cmp, std::size_t least, Pred pred) {
+  if (cmp.first_wrong.size() < least) return false;
+  for (std::size_t i : cmp.first_wrong)
+    if (!pred(i)) return false;
+  return true;
+}
+
+/// int32 results that went through a float (24 significant bits): every shown wrong element is a value
+/// a float holds exactly, its terms' magnitudes pass 2^24 (where a float starts to drop low bits), and
+/// it is off by float rounding only (at most 2^-16 of the sum of |x|; an off-by-one is off by a whole
+/// term, about 1/k of it).
+template <typename T>
+bool int_rounded_through_float(const Case& c, const std::vector<double>& expected, const std::vector<T>& got,
+                               const Comparison& cmp, const Terms<T>& terms) {
+  if (c.dtype != DType::Int32) return false;
+  return every_shown(cmp, 1, [&](std::size_t i) {
+    const double g = static_cast<double>(got[i]);
+    const double error = std::fabs(g - expected[i]);
+    return static_cast<double>(static_cast<float>(g)) == g && terms.abs_sum[i] > 0x1p24 &&
+           error <= terms.abs_sum[i] * 0x1p-16;
+  });
+}
+
+/// Inclusive outputs that sum only the last `window` inputs: got[i] = expected[i] - expected[i - window]
+/// from i = window (a power of two, 2 at least: a window of 1 is the input itself, no evidence of a
+/// loop that ran) on; a Hillis-Steele step loop that stops before its largest stride.
+template <typename T>
+bool sums_only_a_window(const Case& c, const std::vector<double>& expected, const std::vector<T>& got,
+                        const Comparison& cmp, const Terms<T>& terms, std::size_t window) {
+  if (c.kind != ScanKind::Inclusive || window < 2 || (window & (window - 1)) != 0) return false;
+  return every_shown(cmp, 1, [&](std::size_t i) {
+    if (i < window) return false;
+    const double want = expected[i] - expected[i - window];
+    return within<T>(static_cast<double>(got[i]), want, terms.count[i], terms.abs_sum[i], c.values != ValueKind::Real &&
+                                                                                            c.values != ValueKind::Large);
+  });
+}
+
+/// An exclusive tree scan whose down-sweep stopped before its last level (stride 1): each pair
+/// (2k, 2k+1) holds (in[2k], expected[2k]) instead of (expected[2k], expected[2k+1]).
+template <typename T>
+bool down_sweep_missing_last_level(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
+                                   const std::vector<T>& got, const Comparison& cmp) {
+  if (c.kind != ScanKind::Exclusive) return false;
+  bool even = false, odd = false;
+  const bool pattern = every_shown(cmp, 2, [&](std::size_t i) {
+    (i % 2 == 0 ? even : odd) = true;
+    return i % 2 == 0 ? to_bits(got[i]) == to_bits(input[i]) : static_cast<double>(got[i]) == expected[i - 1];
+  });
+  return pattern && even && odd;
+}
+
 template <typename T>
 std::string hint(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
                  const std::vector<T>& got, const Comparison& cmp) {
@@ -89,6 +158,38 @@ std::string hint(const Case& c, const std::vector<T>& input, const std::vector<d
   if (cmp.unwritten == cmp.wrong)
     return std::to_string(cmp.unwritten) + " element(s) were never written (they still hold the poison pattern " +
            "0xDEADBEEF): check the bounds of your loops and the number of blocks/threads you launch";
+  const Terms<T> terms(input, c.kind);
+  if (int_rounded_through_float(c, expected, got, cmp, terms))
+    return "every wrong value is the right one rounded as a float would round it (sums above 2^24 = 16777216 "
+           "lose their low bits): the int32 data went through a float (a float temporary, shared buffer or "
+           "accumulator holds 24 significant bits); keep int32 data in an integer type";
+  if (c.dtype == DType::Float32) {
+    const bool wrapped = every_shown(cmp, 1, [&](std::size_t i) {
+      const double g = static_cast<double>(got[i]);
+      return g >= 0x1p31 && g <= 0x1p32 + 0x1p25 && std::fabs(expected[i]) < 0x1p24;
+    });
+    if (wrapped)
+      return "out[" + std::to_string(f) + "] is about 2^32 = 4.29e9 where a small value was expected: a negative "
+             "value converted to an unsigned type wraps around (a float summed in an unsigned temporary); keep float "
+             "data in float";
+    const bool whole = every_shown(cmp, 2, [&](std::size_t i) {
+      const double g = static_cast<double>(got[i]);
+      return std::isfinite(g) && std::nearbyint(g) == g && std::nearbyint(expected[i]) != expected[i];
+    });
+    if (whole)
+      return "the wrong values are whole numbers where the right ones have fractions: the float data went through "
+             "an integer type (an int or unsigned temporary, accumulator or shared buffer truncates it)";
+  }
+  std::size_t window = 1;  // the largest power of two <= f (the elements before the first wrong one may be
+  while (window * 2 <= f) window *= 2;  // right by chance: the window's first terms were zeros)
+  if (c.slot == Slot::HillisSteele && f > 0 && sums_only_a_window(c, expected, got, cmp, terms, window))
+    return "from out[" + std::to_string(window) + "] on each output sums only the last " + std::to_string(window) +
+           " inputs (out[i] = in[i-" + std::to_string(window - 1) + "] + ... + in[i]): the step loop stops before "
+           "stride " + std::to_string(window) + "; the strides must go 1, 2, 4, ... while stride < n";
+  if (c.slot == Slot::Blelloch && down_sweep_missing_last_level(c, input, expected, got, cmp))
+    return "out[2k] holds in[2k] and out[2k+1] holds the value expected at out[2k]: the last level of the "
+           "down-sweep (stride 1, which swaps each pair and adds) did not run; the down-sweep must go down to "
+           "stride 1";
   if (c.slot == Slot::Hierarchical && f >= (std::size_t{1} << 16) && (f & (f - 1)) == 0) {
     // right up to a power of two that is a tile size squared (or cubed): the levels ran out
     int k = 0;
@@ -104,7 +205,7 @@ std::string hint(const Case& c, const std::vector<T>& input, const std::vector<d
            "only so many elements (one block of B threads scans at most B block sums, so two levels of tiles of B "
            "cover B x B elements, three B x B x B): recurse, or loop over levels, until one block holds all the sums";
   }
-  if (f >= 32 && f % 32 == 0) {
+  if (multi_block(c.slot) && f >= 32 && f % 32 == 0) {  // block boundaries: only slots with several blocks
     const std::size_t block = lowest_power_of_two_factor(f);
     const double restart = c.kind == ScanKind::Inclusive ? static_cast<double>(input[f]) : 0.0;
     if (static_cast<double>(got[f]) == restart) {
@@ -122,11 +223,14 @@ std::string hint(const Case& c, const std::vector<T>& input, const std::vector<d
              "; n is not a multiple of " + std::to_string(block) +
              "): the tail that does not fill a whole block is dropped or mis-indexed";
   }
-  if (f > 0 && static_cast<double>(got[f]) == expected[f - 1])
-    return "out[" + std::to_string(f) + "] holds the value expected one position earlier: off by one in the index";
-  if (f + 1 < c.n && static_cast<double>(got[f]) == expected[f + 1])
-    return "out[" + std::to_string(f) + "] holds the value expected one position later: off by one in the index";
-  if (c.values == ValueKind::Real || c.values == ValueKind::Large)
+  // off by one: every shown wrong element (two at least) holds its neighbour's expected value
+  if (every_shown(cmp, 2, [&](std::size_t i) { return i > 0 && static_cast<double>(got[i]) == expected[i - 1]; }))
+    return "out[" + std::to_string(f) + "] holds the value expected one position earlier (and so do the other wrong "
+           "elements shown): off by one in the index";
+  if (every_shown(cmp, 2, [&](std::size_t i) { return i + 1 < c.n && static_cast<double>(got[i]) == expected[i + 1]; }))
+    return "out[" + std::to_string(f) + "] holds the value expected one position later (and so do the other wrong "
+           "elements shown): off by one in the index";
+  if (c.dtype == DType::Float32 && (c.values == ValueKind::Real || c.values == ValueKind::Large))
     return "values are outside the float tolerance (see oracle.h): check what is added, not the rounding";
   return "";
 }

@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <sstream>
 
 #include "scangrade/child.h"
@@ -45,7 +47,11 @@ std::string first_difference(const RunRecord<T>& a, const RunRecord<T>& b, const
   const std::string where = difference(a, b, name_a, name_b);
   if (where.empty()) return "";
   return where + ": the result depends on thread scheduling, a data race (a thread reads shared memory that another "
-                 "writes with no barrier between them: add __syncthreads()/__syncwarp() or double-buffer)";
+                 "writes with no barrier between them: add __syncthreads()/__syncwarp() or double-buffer; if every "
+                 "such access has its barrier, look for an operation whose result C++ leaves undefined, which the "
+                 "emulator's CPU computes differently from the GPU: a shift by 32 bits or more (on the GPU `x << 32` "
+                 "is 0 and a signed `x >> 32` fills with the sign bit; the CPU shifts by the count modulo 32), or a "
+                 "negative or too large float converted to an unsigned or int type)";
 }
 
 /// After the orders disagreed: the first order once more. When the same order gives another result
@@ -102,13 +108,17 @@ RunRecord<T> run_with_diagnostic(const ScanFn<T>& fn, const std::vector<T>& inpu
 ///     keeps state between calls (not_recomputed), and no race or crash is charged to scheduling.
 /// A call that fails under forward is that failure (crash, timeout, launch failure: the status its
 /// error gives) and never a race: the other orders do not run.
+/// `again` calls the slot once more in the current thread order, in the same memory as the first call
+/// (the same buffers, or fresh ones made the same way): the same input, the same leftover bytes past
+/// the buffers. A slot that reads past its input then reads the same bytes in every call, and a
+/// difference between two calls is the thread order's or state the slot kept, never the memory's.
 template <typename T>
-void compare_thread_orders(const ScanFn<T>& fn, const std::vector<T>& input, RunRecord<T>& forward) {
+void compare_thread_orders(const std::function<RunRecord<T>()>& again, RunRecord<T>& forward) {
   using emu::ThreadOrder;
   for (const ThreadOrder order : {ThreadOrder::Reverse, ThreadOrder::Random}) {
     emu::clear_error();
     emu::set_thread_order(order, kRandomOrderSeed);
-    const RunRecord<T> other = run_with_diagnostic(fn, input);
+    const RunRecord<T> other = again();
     forward.not_recomputed = left_unwritten(forward, other);
     if (!forward.not_recomputed.empty()) break;  // not a race: the call did no work the second time
     const std::string race = other.error.empty() ? first_difference(forward, other, "forward", emu::to_string(order)) : "";
@@ -116,7 +126,7 @@ void compare_thread_orders(const ScanFn<T>& fn, const std::vector<T>& input, Run
     // the orders disagree: the first order again tells state kept between calls from scheduling
     emu::clear_error();
     emu::set_thread_order(ThreadOrder::Forward);
-    forward.not_recomputed = kept_state(forward, run_with_diagnostic(fn, input));
+    forward.not_recomputed = kept_state(forward, again());
     if (!forward.not_recomputed.empty()) break;
     if (!other.error.empty()) {
       forward.error = "under the " + std::string(emu::to_string(order)) + " thread order: " + other.error +
@@ -140,7 +150,7 @@ RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input) {
   emu::set_thread_order(emu::ThreadOrder::Forward);
   RunRecord<T> forward = run_with_diagnostic(fn, input);
   if (input.size() <= kThreadOrdersMaxN && !forward.not_implemented && forward.error.empty())
-    compare_thread_orders(fn, input, forward);
+    compare_thread_orders<T>([&] { return run_with_diagnostic(fn, input); }, forward);
   return forward;
 }
 
@@ -154,11 +164,33 @@ RunRecord<T> run_emulated_in_place(const ScanFn<T>& fn, const T* d_in, T* d_zone
   if (after_first) after_first();
   if (!forward.error.empty() && *emu::last_diagnostic()) forward.error += "\n  " + std::string(emu::last_diagnostic());
   if (n <= kThreadOrdersMaxN && !forward.not_implemented && forward.error.empty()) {
-    forward.guard_before.assign(d_zone, d_zone + g);
-    forward.output.assign(d_zone + g, d_zone + g + n);
-    forward.guard_after.assign(d_zone + g + n, d_zone + 2 * g + n);
-    forward.input_after.assign(d_in, d_in + n);
-    compare_thread_orders(fn, input, forward);
+    const auto read_back = [&](RunRecord<T>& r) {
+      r.guard_before.assign(d_zone, d_zone + g);
+      r.output.assign(d_zone + g, d_zone + g + n);
+      r.guard_after.assign(d_zone + g + n, d_zone + 2 * g + n);
+      r.input_after.assign(d_in, d_in + n);
+    };
+    read_back(forward);
+    const std::vector<T> zone_after(d_zone, d_zone + n + 2 * g);  // what the trusted side reads afterwards
+    const auto put_input = [&](const std::vector<T>& values) {    // only when it differs (a slot that
+      if (n > 0 && std::memcmp(d_in, values.data(), n * sizeof(T)) != 0)  // wrote d_in made it writable)
+        std::memcpy(const_cast<T*>(d_in), values.data(), n * sizeof(T));
+    };
+    // the other calls run in the same buffers, set up as for the first: the same leftover bytes past them
+    const auto again = [&] {
+      put_input(input);
+      std::fill(d_zone, d_zone + g, from_bits<T>(kCanaryBits));
+      std::fill(d_zone + g, d_zone + g + n, from_bits<T>(kPoisonBits));
+      std::fill(d_zone + g + n, d_zone + 2 * g + n, from_bits<T>(kCanaryBits));
+      RunRecord<T> r = run_in_place(fn, d_in, d_zone + g, n);
+      if (!r.error.empty() && *emu::last_diagnostic()) r.error += "\n  " + std::string(emu::last_diagnostic());
+      if (r.error.empty() && !r.not_implemented) read_back(r);
+      return r;
+    };
+    compare_thread_orders<T>(again, forward);
+    // the first call's results, as it left them
+    std::copy(zone_after.begin(), zone_after.end(), d_zone);
+    put_input(forward.input_after);
   }
   return forward;
 }

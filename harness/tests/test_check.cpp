@@ -1,5 +1,7 @@
 // The checks on host arrays: every verdict, and the messages students read.
+#include <cmath>
 #include <limits>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -38,18 +40,20 @@ RunRecord<T> correct_run(const std::vector<T>& input, const std::vector<double>&
   return run;
 }
 
-struct Fixture {
+template <typename T>
+struct FixtureOf {
   Case c;
-  std::vector<std::int32_t> input;
+  std::vector<T> input;
   std::vector<double> expected;
-  RunRecord<std::int32_t> run;
-  explicit Fixture(Case cs) : c(std::move(cs)) {
-    input = make_input<std::int32_t>(c);
+  RunRecord<T> run;
+  explicit FixtureOf(Case cs) : c(std::move(cs)) {
+    input = make_input<T>(c);
     expected = oracle_scan(input, c.kind);
     run = correct_run(input, expected);
   }
   Verdict verdict() const { return judge(c, input, expected, run); }
 };
+using Fixture = FixtureOf<std::int32_t>;
 
 TEST(Judge, CorrectOutputPasses) {
   for (std::size_t n : {0u, 1u, 1025u}) {
@@ -241,6 +245,103 @@ TEST(Names, EveryStatusRoundTrips) {
                    Status::CompileError, Status::PolicyViolation, Status::OutOfBoundsWrite, Status::InputModified, Status::Leak, Status::Race,
                    Status::MemoryError, Status::InternalError})
     EXPECT_EQ(parse_status(name(s)), s);
+}
+
+// ---- hints on real bugs: each fires on its bug, and the others stay quiet --------------------------
+
+/// The message's hint line ("" when none).
+std::string hint_of(const Verdict& v) {
+  const std::size_t at = v.message.find("\n  hint: ");
+  if (at == std::string::npos) return "";
+  return v.message.substr(at + 9, v.message.find('\n', at + 1) - at - 9);
+}
+
+TEST(Hints, IntScannedThroughAFloatTemporary) {
+  Fixture f(make_case(Slot::Hierarchical, 4096 + 7, ScanKind::Inclusive, DType::Int32, ValueKind::Large));
+  float running = 0;  // the student's float accumulator
+  for (std::size_t i = 0; i < f.c.n; ++i) {
+    running += static_cast<float>(f.input[i]);
+    f.run.output[i] = static_cast<std::int32_t>(running);
+  }
+  const Verdict v = f.verdict();
+  ASSERT_EQ(v.status, Status::Fail);
+  EXPECT_CONTAINS(hint_of(v), "the int32 data went through a float");
+}
+
+TEST(Hints, OffByOneOnlyWhenEveryShownElementIsShifted) {
+  Fixture f(make_case(Slot::Hierarchical, 3000));
+  for (std::size_t i = 0; i + 1 < f.c.n; ++i) f.run.output[i] = static_cast<std::int32_t>(f.expected[i + 1]);
+  EXPECT_CONTAINS(hint_of(f.verdict()), "one position later (and so do the other wrong elements shown): off by one");
+  Fixture one(make_case(Slot::Hierarchical, 3000));
+  one.run.output[5] = static_cast<std::int32_t>(one.expected[4]);  // a coincidence, not a shifted index
+  one.run.output[9] = 12345678;
+  EXPECT_EQ(hint_of(one.verdict()), "");
+  Fixture single(make_case(Slot::Blelloch, 2, ScanKind::Exclusive));
+  single.run.output[1] = 0;  // out[1] = expected[0] = 0: one element is no evidence of an index shift
+  if (single.expected[1] != 0) EXPECT_EQ(hint_of(single.verdict()), "");
+}
+
+TEST(Hints, HillisSteeleSkippingItsLargestStride) {
+  for (std::size_t n : {1000u, 1024u}) {
+    Fixture f(make_case(Slot::HillisSteele, n));
+    for (std::size_t i = 0; i < n; ++i) {  // strides 1..256 only: each output sums a window of 512
+      std::int64_t sum = 0;
+      for (std::size_t j = i >= 511 ? i - 511 : 0; j <= i; ++j) sum += f.input[j];
+      f.run.output[i] = static_cast<std::int32_t>(sum);
+    }
+    const std::string h = hint_of(f.verdict());
+    EXPECT_CONTAINS(h, "each output sums only the last 512 inputs");
+    EXPECT_CONTAINS(h, "the step loop stops before stride 512");
+    EXPECT_EQ(h.find("block"), std::string::npos) << "one block: no block-sum or partial-block hint";
+  }
+}
+
+TEST(Hints, NoWindowHintForTheInputItself) {
+  Fixture f(make_case(Slot::HillisSteele, 2));
+  f.run.output[1] = f.input[1];  // no step ran at all: a window of 1 says nothing about the loop's bound
+  if (f.input[0] != 0) EXPECT_EQ(hint_of(f.verdict()), "");
+}
+
+TEST(Hints, BlockHintsOnlyForMultiBlockSlots) {
+  Fixture f(make_case(Slot::HillisSteele, 1000));
+  for (std::size_t i = 512; i < f.c.n; ++i) f.run.output[i] = 7;
+  EXPECT_EQ(hint_of(f.verdict()).find("partial block"), std::string::npos);
+}
+
+TEST(Hints, DownSweepStoppingOneLevelEarly) {
+  Fixture f(make_case(Slot::Blelloch, 2048, ScanKind::Exclusive));
+  for (std::size_t k = 0; 2 * k + 1 < f.c.n; ++k) {
+    f.run.output[2 * k] = f.input[2 * k];
+    f.run.output[2 * k + 1] = static_cast<std::int32_t>(f.expected[2 * k]);
+  }
+  const std::string h = hint_of(f.verdict());
+  EXPECT_CONTAINS(h, "the last level of the down-sweep (stride 1");
+  EXPECT_EQ(h.find("off by one"), std::string::npos);
+}
+
+TEST(Hints, FloatSummedInAnUnsignedTemporary) {
+  FixtureOf<float> f(make_case(Slot::Blelloch, 1500, ScanKind::Exclusive, DType::Float32, ValueKind::Real));
+  std::size_t wrapped = 0;
+  for (std::size_t i = 0; i < f.c.n; ++i)
+    if (f.expected[i] < 0) f.run.output[i] = static_cast<float>(0x1p32 + std::floor(f.expected[i])), ++wrapped;
+  ASSERT_GT(wrapped, 0u);
+  const Verdict v = f.verdict();
+  EXPECT_CONTAINS(hint_of(v), "is about 2^32 = 4.29e9 where a small value was expected");
+}
+
+TEST(Hints, FloatTruncatedToWholeNumbers) {
+  FixtureOf<float> f(make_case(Slot::HillisSteele, 1024, ScanKind::Inclusive, DType::Float32, ValueKind::Real));
+  for (std::size_t i = 0; i < f.c.n; ++i) f.run.output[i] = std::trunc(f.run.output[i]);
+  EXPECT_CONTAINS(hint_of(f.verdict()), "whole numbers where the right ones have fractions");
+}
+
+TEST(Hints, FloatToleranceHintOnlyForFloatCases) {
+  Fixture i32(make_case(Slot::HillisSteele, 1024, ScanKind::Inclusive, DType::Int32, ValueKind::Large));
+  for (std::size_t i = 100; i < i32.c.n; i += 3) i32.run.output[i] ^= 0x5a5a;
+  EXPECT_EQ(hint_of(i32.verdict()).find("float tolerance"), std::string::npos);
+  FixtureOf<float> f32(make_case(Slot::HillisSteele, 1024, ScanKind::Inclusive, DType::Float32, ValueKind::Large));
+  for (std::size_t i = 100; i < f32.c.n; i += 3) f32.run.output[i] *= 1.5f;
+  EXPECT_CONTAINS(hint_of(f32.verdict()), "values are outside the float tolerance");
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 //   hang_slot=SLOT   sleeps forever on every check of that slot (a bonus slot that spins)
 //   crash_small=SLOT dies of SIGSEGV on every check of that slot with n <= 2048
 //   crash_large=SLOT dies of SIGSEGV on every check of that slot with n > 2048
+//   host_copy_large=SLOT  right results, but every check of that slot with n > 2048 reports a run-time
+//                    policy finding (host_compute), as the policy monitor does for a round trip
 //   stale_timed      timed calls write nothing (a slot that caches results)
 //   lying_times      timed calls take 20 ms but report 0.001 ms (a process that forges its clock)
 //   finishes_after_return  timed calls return at once and write their output later, when the next
@@ -146,7 +148,8 @@ int main(int argc, char** argv) {
       const auto eq = m.find('=');
       mode.name = m.substr(0, eq);
       if (eq != std::string::npos &&
-          (mode.name == "hang_slot" || mode.name == "crash_small" || mode.name == "crash_large"))
+          (mode.name == "hang_slot" || mode.name == "crash_small" || mode.name == "crash_large" ||
+           mode.name == "host_copy_large"))
         mode.slot = m.substr(eq + 1);
       else if (eq != std::string::npos) mode.k = std::stol(m.substr(eq + 1));
     }
@@ -222,6 +225,15 @@ int main(int argc, char** argv) {
     ReplyHeader header;
     header.k = k;
     header.nonce = mode.on("lie_nonce", k) ? std::string("0000") : cmd.nonce;
+    const auto check_reply = [&](const ReplyHeader& h) {
+      CheckReply reply{h};
+      if (mode.name == "host_copy_large" && name(cmd.c.slot) == mode.slot && n > 2048) {
+        reply.policy = "the slot copied " + std::to_string(n * 4) + " bytes device->host and then " +
+                       std::to_string(n * 4) + " bytes host->device (fake)";
+        reply.policy_rule = "host_compute";
+      }
+      return reply;
+    };
     const bool f32 = cmd.c.dtype == scangrade::DType::Float32;
     const bool inclusive = cmd.c.kind == scangrade::ScanKind::Inclusive;
     const auto scan = [&](const void* in, void* out) {
@@ -282,9 +294,9 @@ int main(int argc, char** argv) {
       char* out = buffers.at[1] + kGuardCount * 4;
       scan(buffers.at[0], out);
       if (mode.on("short_output", k) && n > 0) std::memset(out + (n - 1) * 4, 0xEF, 4);
-      write_line(kReplyFd, encode(CheckReply{header}));
+      write_line(kReplyFd, encode(check_reply(header)));
     } else {  // local buffers (compute-sanitizer runs): nothing comes back but the reply
-      write_line(kReplyFd, encode(CheckReply{header}));
+      write_line(kReplyFd, encode(check_reply(header)));
     }
   }
   return 0;

@@ -241,6 +241,30 @@ TEST_F(Judge, CrashesOnLargeNSkipOnlyLargerCases) {
   expect_no_process_left();
 }
 
+TEST_F(Judge, PolicyViolationStillShowsEveryCaseCorrectness) {
+  // a run-time finding on the cases with n > 2048 (zero_slot, the default): the slot scores 0, but every
+  // case of it still runs and its message ends with what the correctness check found
+  std::string cases;
+  for (int n : {100, 3000, 5000, 1000})
+    cases += R"({"id": "h.n)" + std::to_string(n) + R"(", "slot": "hierarchical", "dtype": "int32", "kind": "inclusive", )"
+             R"("n": )" + std::to_string(n) + R"(, "values": "random", "seed": 9, "why": "x"},)";
+  cases.pop_back();
+  write_text(suite_, R"({"suite": "policy", "version": 1, "cases": [)" + cases + "]}");
+  const Result r = judge(worker("--mode host_copy_large=hierarchical"), "");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  for (int n : {100, 3000, 5000, 1000}) {
+    const json& c = case_of(r.results, "h.n" + std::to_string(n));
+    EXPECT_EQ(c["status"], "policy_violation") << n;
+    const std::string message = c["message"];
+    EXPECT_TRUE(contains(message, "breaks a rule of the assignment (host_compute)")) << message;
+    EXPECT_TRUE(contains(message, "\n  correctness (not scored): pass")) << message;
+    EXPECT_FALSE(contains(message, "not run")) << message;
+  }
+  EXPECT_TRUE(contains(case_of(r.results, "h.n1000")["message"], "not counted")) << "ran after the finding, none of its own";
+  expect_no_process_left();
+}
+
 TEST_F(Judge, HiddenSuiteSeedsUseTheSecretWhichIsNeverWritten) {
   const std::string secret = "s3cr3t-instructor-value";
   const auto inputs = [&]() {

@@ -21,29 +21,57 @@ TEST(PolicyRules, CleanHierarchicalCallSaysNothing) {
   EXPECT_EQ(f.pinned_detail, "");
 }
 
-TEST(PolicyRules, CopiesOverTheLimitAreHostCompute) {
+TEST(PolicyRules, RoundTripOverTheLimitIsHostCompute) {
   Trace t;
   t.copy("cudaMemcpy", CopyDirection::DeviceToHost, 1048576);
   t.copy("cudaMemcpy", CopyDirection::HostToDevice, 1048576);
   Findings f = evaluate(t, Slot::Hierarchical);
   EXPECT_EQ(f.rule, "host_compute");
   EXPECT_EQ(f.violation,
-            "the slot copied 1048576 bytes device->host and 1048576 bytes host->device (cudaMemcpy; largest single "
-            "copy 1048576 bytes; a slot may copy at most 4096 bytes between the device and the host): a scan computed "
-            "on the host is not allowed; keep the data on the device.");
+            "the slot copied 1048576 bytes device->host and then 1048576 bytes host->device (cudaMemcpy; largest "
+            "single copy 1048576 bytes): data read on the host and results written back (a round trip of more than "
+            "2048 bytes each way) is a scan computed on the host, which is not allowed; keep the data on the device "
+            "(copies in one direction only, such as a debug print or an upload of initial values, are allowed).");
 }
 
-TEST(PolicyRules, CopyLimitCountsBothDirectionsAndIsInclusive) {
+TEST(PolicyRules, RoundTripLimitIsEachWayAndInclusive) {
   Trace t;
   t.copy("cudaMemcpyAsync", CopyDirection::DeviceToHost, 2048);
   t.copy("cuMemcpyHtoD_v2", CopyDirection::HostToDevice, 2048);
-  EXPECT_EQ(evaluate(t, Slot::SinglePass).rule, "");  // exactly 4096: allowed
+  EXPECT_EQ(evaluate(t, Slot::SinglePass).rule, "");  // exactly 2048 each way: allowed
   t.copy("cudaMemcpyAsync", CopyDirection::DeviceToHost, 1);
+  EXPECT_EQ(evaluate(t, Slot::SinglePass).rule, "") << "the last byte read came after the last write";
+  t.copy("cuMemcpyHtoD_v2", CopyDirection::HostToDevice, 1);
   Findings f = evaluate(t, Slot::SinglePass);
   EXPECT_EQ(f.rule, "host_compute");
-  EXPECT_NE(f.violation.find("2049 bytes device->host and 2048 bytes host->device (cuMemcpyHtoD_v2 and cudaMemcpyAsync"),
+  EXPECT_NE(f.violation.find("2049 bytes device->host and then 2049 bytes host->device (cuMemcpyHtoD_v2 and "
+                             "cudaMemcpyAsync"),
             std::string::npos)
       << f.violation;
+}
+
+TEST(PolicyRules, DebugPrintCopiesToTheHostAreAllowed) {
+  // a hierarchical slot copying its block sums and a few tiles to the host to print them: 8 KiB, one way
+  Trace t;
+  t.launch("_ZN9scangrade7student10scan_tilesEPKiPiS2_m", 512);
+  t.copy("cudaMemcpy", CopyDirection::DeviceToHost, 2048);
+  t.copy("cudaMemcpy", CopyDirection::DeviceToHost, 6144);
+  t.copy("cudaMemcpyAsync", CopyDirection::HostToDevice, 8);  // then a scalar goes back: still no round trip
+  Findings f = evaluate(t, Slot::Hierarchical);
+  EXPECT_EQ(f.rule, "") << f.violation;
+}
+
+TEST(PolicyRules, InitialUploadsAreAllowed) {
+  // a single-pass slot uploading its initial flags and sums (host->device only, before anything is read back)
+  Trace t;
+  t.copy("cudaMemcpyAsync", CopyDirection::HostToDevice, 1 << 16);
+  t.copy("cudaMemcpyAsync", CopyDirection::HostToDevice, 1 << 16);
+  t.launch("_ZN9scangrade7student11single_passEPKiPim", 256);
+  EXPECT_EQ(evaluate(t, Slot::SinglePass).rule, "");
+  t.copy("cudaMemcpy", CopyDirection::DeviceToHost, 1 << 16);  // and a debug print afterwards
+  EXPECT_EQ(evaluate(t, Slot::SinglePass).rule, "") << "uploads before the read-back depend on no device data";
+  t.copy("cudaMemcpy", CopyDirection::HostToDevice, 1 << 16);  // the same data written back: a round trip
+  EXPECT_EQ(evaluate(t, Slot::SinglePass).rule, "host_compute");
 }
 
 TEST(PolicyRules, PinnedStagingIsNamedOnlyWithLargeCopies) {
@@ -56,9 +84,11 @@ TEST(PolicyRules, PinnedStagingIsNamedOnlyWithLargeCopies) {
   EXPECT_EQ(alone.pinned_leaked_bytes, 4096);
   EXPECT_EQ(alone.pinned_detail, "4096 bytes from cudaMallocHost without cudaFreeHost");
   t.copy("cudaMemcpyAsync", CopyDirection::DeviceToHost, 8192);
+  EXPECT_EQ(evaluate(t, Slot::Hierarchical).rule, "") << "a copy to the host alone is not a round trip";
+  t.copy("cudaMemcpyAsync", CopyDirection::HostToDevice, 8192);
   Findings staged = evaluate(t, Slot::Hierarchical);
   EXPECT_EQ(staged.rule, "host_compute");
-  EXPECT_NE(staged.violation.find(", staged in page-locked host memory (cudaMallocHost): a scan computed"),
+  EXPECT_NE(staged.violation.find(", staged in page-locked host memory (cudaMallocHost): data read on the host"),
             std::string::npos)
       << staged.violation;
 }
@@ -147,6 +177,7 @@ TEST(PolicyRules, SeveralViolationsFirstRuleWins) {
   Trace t;
   t.launch("_ZN6thrust8cuda_cub4core13_kernel_agentE", 4);
   t.copy("cudaMemcpy", CopyDirection::DeviceToHost, 1 << 16);
+  t.copy("cudaMemcpy", CopyDirection::HostToDevice, 1 << 16);
   Findings f = evaluate(t, Slot::HillisSteele);
   EXPECT_EQ(f.rule, "library");
   EXPECT_NE(f.violation.find("library kernel"), std::string::npos);

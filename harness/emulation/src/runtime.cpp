@@ -244,6 +244,13 @@ void trace_copy(const char* api, std::size_t count, bool to_device) {
   (to_device ? it->h2d_bytes : it->d2h_bytes) += count;
   it->largest = std::max<std::uint64_t>(it->largest, count);
   ++it->count;
+  Trace& t = r.trace;
+  if (!to_device) {
+    t.d2h_so_far += count;
+  } else if (t.d2h_so_far > 0) {
+    t.h2d_after_first_d2h += count;
+    t.d2h_before_last_h2d = t.d2h_so_far;
+  }
 }
 
 void trace_host(Trace::HostKind kind, const char* api, const void* ptr, std::size_t bytes, unsigned flags) {

@@ -71,6 +71,8 @@ TEST_F(ArenaRun, GenuineRaceIsStillARace) {
   const Judged j = judge_emulated(arena_test::racy_scan, 1000);
   EXPECT_EQ(j.verdict.status, Status::Race) << j.verdict.message;
   EXPECT_TRUE(contains(j.verdict.message, "depends on thread scheduling")) << j.verdict.message;
+  // the other cause of an emulated difference the GPU does not show: undefined behaviour (a shift)
+  EXPECT_TRUE(contains(j.verdict.message, "a shift by 32 bits or more")) << j.verdict.message;
 }
 
 TEST_F(ArenaRun, CrashUnderEveryOrderIsThatCrashNotARace) {
@@ -122,6 +124,33 @@ TEST_F(ArenaRun, UncheckedTileScanIsAnOutOfBoundsWrite) {
     EXPECT_EQ(j.verdict.status, Status::OutOfBoundsWrite) << "n = " << n << ": " << j.verdict.message;
     EXPECT_TRUE(contains(j.verdict.message, "wrote past the end of the output")) << j.verdict.message;
   }
+}
+
+// The same kernel graded in place, as the worker grades (the judge's buffers, kept from case to case):
+// the bytes past d_in are what an earlier, larger case left there, not what a fresh allocation holds.
+// The last tile reads them and writes its sums past d_out, into the guard zone. Every thread order
+// must run in those same buffers: with fresh ones for the other orders the guard zone differed, the
+// first order run again differed too, and the case was "keeps state between calls" (fail) instead of
+// the GPU's out_of_bounds_write.
+TEST_F(ArenaRun, ReadsPastTheInputAreTheSameInEveryThreadOrder) {
+  const std::size_t n = 300, g = kGuardElements, stale = 256;
+  const std::vector<std::int32_t> input = small_values(n);
+  std::int32_t* d_in = nullptr;
+  std::int32_t* d_zone = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_in, (n + stale) * sizeof(std::int32_t)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_zone, (n + 2 * g) * sizeof(std::int32_t)), cudaSuccess);
+  for (std::size_t i = 0; i < n + stale; ++i) d_in[i] = i < n ? input[i] : static_cast<std::int32_t>(1000 + i);
+  for (std::size_t i = 0; i < n + 2 * g; ++i)
+    d_zone[i] = from_bits<std::int32_t>(i < g || i >= g + n ? kCanaryBits : kPoisonBits);
+  RunRecord<std::int32_t> run = run_emulated_in_place<std::int32_t>(arena_test::unchecked_tile_scan, d_in, d_zone, n, {});
+  EXPECT_EQ(run.not_recomputed, "") << "the same input, order and memory gave the same result";
+  EXPECT_EQ(run.race, "");
+  const Verdict v = judge(inclusive_case(n), input, oracle_scan(input, ScanKind::Inclusive), run);
+  EXPECT_EQ(v.status, Status::OutOfBoundsWrite) << v.message;
+  // what the trusted side reads afterwards is the first call's result
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(d_zone[g + i], run.output[i]) << i;
+  cudaFree(d_in);
+  cudaFree(d_zone);
 }
 
 // Host code that cudaFree's memory it never allocated (a std::vector's data). The CUDA runtime returns

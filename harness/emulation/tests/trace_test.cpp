@@ -72,8 +72,28 @@ TEST_F(EmuTrace, CopiesByApiAndDirection) {
   EXPECT_EQ(async->d2h_bytes, 160u);
   EXPECT_EQ(async->largest, 100u);
   EXPECT_EQ(async->count, 2u);
+  // the order, all APIs together: the upload came before anything was read back
+  EXPECT_EQ(t.d2h_so_far, 160u);
+  EXPECT_EQ(t.h2d_after_first_d2h, 0u);
+  EXPECT_EQ(t.d2h_before_last_h2d, 0u);
   cudaFree(d);
   cudaFree(d2);
+}
+
+TEST_F(EmuTrace, RoundTripsAreRecordedInOrder) {
+  int* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096 * sizeof(int)), cudaSuccess);
+  std::vector<int> h(4096, 1);
+  scangrade::emu::trace_begin();
+  ASSERT_EQ(cudaMemcpy(d, h.data(), 1000, cudaMemcpyHostToDevice), cudaSuccess);       // before any read: no round trip
+  ASSERT_EQ(cudaMemcpy(h.data(), d, 3000, cudaMemcpyDeviceToHost), cudaSuccess);       // read
+  ASSERT_EQ(cudaMemcpyAsync(d, h.data(), 2500, cudaMemcpyHostToDevice, nullptr), cudaSuccess);  // written back
+  ASSERT_EQ(cudaMemcpy(h.data(), d, 700, cudaMemcpyDeviceToHost), cudaSuccess);        // read after the last write
+  Trace t = scangrade::emu::trace_end();
+  EXPECT_EQ(t.d2h_so_far, 3700u);
+  EXPECT_EQ(t.d2h_before_last_h2d, 3000u);
+  EXPECT_EQ(t.h2d_after_first_d2h, 2500u);
+  cudaFree(d);
 }
 
 TEST_F(EmuTrace, SymbolCopiesAreHostDeviceCopies) {

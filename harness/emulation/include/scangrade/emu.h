@@ -167,6 +167,10 @@ struct Trace {
     unsigned flags;
   };
   std::vector<Copies> copies;   // one entry per API
+  // the order of the copies, all APIs together (the policy's round-trip rule)
+  std::uint64_t d2h_so_far = 0;           // device->host bytes copied so far
+  std::uint64_t d2h_before_last_h2d = 0;  // device->host bytes copied before the last host->device copy
+  std::uint64_t h2d_after_first_d2h = 0;  // host->device bytes copied after the first device->host copy
   std::vector<Kernel> kernels;  // one entry per launch site, in order (the first 4096)
   std::uint64_t launches = 0;   // every launch that ran
   std::vector<HostEvent> host;  // in order (the first 4096)
