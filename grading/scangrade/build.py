@@ -20,14 +20,18 @@ grading/sandbox/sandbox.h): it sees the system, the toolchain, the contract head
 student/ folder read-only and can write only the folder of its own outputs; no network, no other
 process, no secret, no reference solution. `#include "/path/to/secret"` finds nothing.
 
-Files compile in parallel, each under a timeout. A slot file that fails is replaced by a generated
+Files compile in parallel, each under a timeout, all of a submission's together under a budget
+(COMPILE_BUDGET_S; the files not compiled in time fail, naming the budget), and at most MAX_HELPER_FILES
+helper files are compiled (more: none is, and every slot fails with the count). A slot file that fails is replaced by a generated
 not-implemented stub, so the other slots still link and are graded; a missing slot file gets the
 same stub. A helper .cu (not a slot file) that fails fails every slot. When the link fails, each
 slot is tried alone to find the culprit(s).
 
 Policy (policy.py): a file that includes a CUB or Thrust header is not compiled, and every object that
 compiles is scanned with `nm` (library scans used or defined; definitions of harness, CUDA runtime,
-allocator or `main` symbols). A slot that breaks a rule is linked as a stub, like a slot that did not
+allocator or `main` symbols); then the allowlists of grading/policy_rules.json judge the compiler's
+include tree (-H), the object's undefined and defined symbols, its start-up code (readelf) and its
+instructions (objdump), all read in the sandbox. A slot that breaks a rule is linked as a stub, like a slot that did not
 compile (nothing of it runs, so an interposer cannot reach the other slots), but it is not a failed
 slot: build.json names it in `policy_violations` with the evidence, the judge gives its cases
 policy_violation, and the status stays "ok" when nothing else went wrong. A helper that breaks a rule
@@ -460,7 +464,7 @@ def _include_rules(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, tre
         return policy.IncludeSite(f"student/{rel.as_posix()}", text)
 
     roots = recipe.include_roots(include_dir.resolve(), copies)
-    return policy.include_tree_violations(tree, roots, recipe.backend, site_of)
+    return policy.include_tree_violations(tree, roots, recipe.backend, site_of, cwd.resolve())
 
 
 def scan_object(recipe: Recipe, obj: Path, cwd: Path, timeout: float) -> list[policy.Violation]:

@@ -24,6 +24,22 @@ Two scans, both run by build.py on every student .cu (a slot file or a helper):
     is not one), an allocator interposer (`malloc`, `free`, `operator new`/`delete`, `mmap`, `dlsym`,
     ...) and `main`.
 
+Then the allowlists of grading/policy_rules.json (data, a reason on every rule; anything no rule allows
+is a violation), on both backends:
+
+* included files: the compiler's own include tree (g++ -H; nvcc hands -H to the host compiler for its
+  host and device preprocessing), after macros: what a student file includes itself must be a student/
+  file, the contract header, a CUDA runtime/device header or the C++ standard library; what an allowed
+  system header includes is allowed; a forbidden header (CUB, Thrust, cuda.h, CUPTI, dlfcn.h, <thread>,
+  unistd.h, sys/*, ...) is reported with its chain (file:line);
+* undefined symbols (nm `U`): only what a scan slot needs (device memory, streams, events, launches and
+  nvcc's registration calls, errors, device queries, the C++ runtime and library, the C library's string,
+  printing and math functions; emulated, the launcher/shared-memory/barrier/warp names of the emulator);
+* defined symbols: no C-linkage definition, nothing strong in a reserved namespace (std, cuda, scangrade...);
+* start-up code (readelf): nothing in .init_array/.ctors/.fini_array... but nvcc's registration and the
+  compiler's own static initializers (guards, <iostream>, the emulator's kernel records);
+* instructions (objdump): no syscall/sysenter/int $0x80 in the host code.
+
 Each finding is a Violation whose `evidence` names the file or symbol and the rule; the judge shows it
 as "student/<slot>.cu breaks a rule of the assignment: <evidence>".
 """
@@ -319,7 +335,8 @@ def rules() -> Rules:
 
 # -- included files ------------------------------------------------------------------------------------
 
-_TREE_LINE = re.compile(r"^(\.+) (\S.*)$")
+_TREE_LINE = re.compile(r"^(\.+|!|x) (\S.*)$")   # "!"/"x": a precompiled header used / found invalid
+PRECOMPILED = "precompiled headers are not allowed: submit the header's source"
 _GUARDS_NOTE = "Multiple include guards may be useful for:"
 _MISSING_HEADER = re.compile(r"^(?P<file>[^\s:]+):(?P<line>\d+):(?:\d+:)? fatal error: (?P<header>[^\s:]+): "
                              r"No such file or directory", re.MULTILINE)
@@ -331,7 +348,7 @@ def split_include_tree(output: str) -> tuple[list[str], str]:
     tree, rest, in_note = [], [], False
     for line in output.splitlines(keepends=True):
         bare = line.rstrip("\n")
-        if _TREE_LINE.match(bare) and bare.split(" ", 1)[1].startswith("/"):
+        if _TREE_LINE.match(bare):
             tree.append(bare)
             in_note = False
         elif bare == _GUARDS_NOTE:
@@ -438,18 +455,23 @@ def _include_line(site: IncludeSite | None, header_rel: str) -> str:
 
 
 def include_tree_violations(tree: list[str], roots: IncludeRoots, backend: str,
-                            site_of: "Callable[[str], IncludeSite | None]") -> list[Violation]:
+                            site_of: "Callable[[str], IncludeSite | None]", cwd: Path | None = None) -> list[Violation]:
     """The headers a submission includes itself (its main file's and its own headers' direct includes,
     after macros) that the 'includes' rules do not allow, each with the chain that reached it.
     `site_of(path)` gives the student file at an absolute path (main file or student header) for line
-    numbers, or None."""
+    numbers, or None. Relative paths in the tree are relative to `cwd` (the compiler's working folder)."""
     found: dict[str, list[str]] = {}
     # per pass: a stack of (path, state) with state "student" | "allowed" | "forbidden"; depth 1's parent is
     # the file being compiled (the student's)
     stack: list[tuple[str, str]] = []
     for entry in tree:
         m = _TREE_LINE.match(entry)
-        depth, path = len(m.group(1)), os.path.normpath(m.group(2))
+        if m.group(1) in ("!", "x"):
+            if m.group(1) == "!":
+                found.setdefault(PRECOMPILED, []).append(f"it uses the precompiled header {Path(m.group(2)).name}")
+            continue
+        depth, path = len(m.group(1)), m.group(2)
+        path = os.path.normpath(path if path.startswith("/") or cwd is None else os.path.join(str(cwd), path))
         del stack[depth - 1:]
         parent_path, parent_state = stack[-1] if stack else ("", "student")
         if parent_state != "student":
@@ -466,7 +488,8 @@ def include_tree_violations(tree: list[str], roots: IncludeRoots, backend: str,
         stack.append((path, "forbidden"))
         # the chain of student files that led here: the compiled file, then its headers
         chain = [site_of("")] + [site_of(p) for p, _ in stack[:-1]]
-        shown_chain = [c.shown if c else p for c, p in zip(chain, [""] + [p for p, _ in stack[:-1]])]
+        shown_chain = [c.shown if c else (p or "the compiled file")
+                       for c, p in zip(chain, [""] + [p for p, _ in stack[:-1]])]
         site = chain[-1]
         shown = shown_chain[-1] or "the file"
         text = f"{shown}{_include_line(site, rel)} includes <{rel}>"

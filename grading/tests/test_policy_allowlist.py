@@ -133,7 +133,7 @@ CASES = {
     "c_linkage_global": (HEAD + "int counter = 1;\n" + SLOT, "both", ["defines `counter`", "C-linkage"]),
     "reserved_namespace": (HEAD + "namespace std { void scan_helper(int*) {} }\n" + SLOT, "both",
                            ["defines `std::scan_helper(int*)`", "namespaces"]),
-    "global_namespace_cxx_names_are_allowed": (HEAD + "int helper(int x) { return x + 1; }\n"
+    "global_namespace_cxx_names_are_allowed": (HEAD + "__host__ __device__ int helper(int x) { return x + 1; }\n"
                                                "__global__ void kernel(int* p) { p[0] = helper(1); }\n"
                                                "namespace { int local = 2; }\nstatic int file_local = 3;\n"
                                                "namespace scangrade::student { int used() { return local + "
@@ -199,8 +199,9 @@ def honest_unit(tmp_path, backend, entry, name):
     build._compile_unit(recipe(backend), unit, student, student, 600)
     assert unit.harness_error is None, unit.harness_error
     assert unit.ok, unit.run.output
-    # the reference defines its functions in scangrade::reference by design (the denylist's harness rule)
-    return [v for v in unit.violations if not (entry == "reference" and v.rule == policy.RULE_HARNESS)]
+    # the reference is the harness's: it defines its functions in scangrade::reference and, emulated, reads
+    # the emulator's statistics (scangrade::emu::stats); every other rule holds for it
+    return [v for v in unit.violations if not (entry == "reference" and "scangrade::" in v.rule)]
 
 
 @needs_cxx
