@@ -490,14 +490,14 @@ def scan_object(recipe: Recipe, obj: Path, cwd: Path, timeout: float) -> list[po
     # start-up code (readelf) and system-call instructions (objdump), also read in the sandbox
     outputs = []
     for cmd in ([recipe.readelf, "-SW", str(obj)], [recipe.readelf, "-rW", str(obj)], [recipe.readelf, "-sW", str(obj)],
-                [recipe.objdump, "-d", "--no-show-raw-insn", str(obj)]):
+                [recipe.objdump, "-dr", "--no-show-raw-insn", str(obj)]):
         r = run_tool(cmd, cwd, timeout, recipe.confine, [obj.parent], [])
         if not r.ok:
             status = f"timed out after {timeout:g} s" if r.returncode is None else f"exit status {r.returncode}"
             raise ToolchainError(f"{Path(cmd[0]).name} could not read {obj.name} ({status}): {r.output.strip()[:300]}")
         outputs.append(r.output)
     names = {s.mangled.split("@", 1)[0]: s.demangled for s in symbols}
-    found += policy.startup_violations(policy.Elf.parse(*outputs[:3]), recipe.backend, names)
+    found += policy.startup_violations(policy.Elf.parse(*outputs), recipe.backend, names)
     found += policy.instruction_violations(outputs[3])
     return found
 

@@ -50,7 +50,7 @@ import functools
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -633,9 +633,11 @@ class Elf:
     sections: dict[int, str]
     relocations: dict[str, list[tuple[int, str, int]]]      # section -> (offset, symbol, addend)
     symbols: list[tuple[int, int, str, str, str]]           # (value, size, type, section name, name)
+    local_calls: dict[str, set[str]] = field(default_factory=dict)   # function -> functions it calls or
+    #                                     jumps to inside the object (no relocation: objdump -d names them)
 
     @classmethod
-    def parse(cls, sections_out: str, relocs_out: str, symbols_out: str) -> "Elf":
+    def parse(cls, sections_out: str, relocs_out: str, symbols_out: str, disassembly: str = "") -> "Elf":
         sections = {}
         for line in sections_out.splitlines():
             m = _SECTION.match(line)
@@ -659,7 +661,17 @@ class Elf:
             if m and m["ndx"].isdigit():
                 size = int(m["size"], 0)
                 symbols.append((int(m["value"], 16), size, m["type"], sections.get(int(m["ndx"]), ""), m["name"]))
-        return cls(sections, relocations, symbols)
+        local_calls: dict[str, set[str]] = {}
+        function = ""
+        for line in disassembly.splitlines():
+            f = _DISASM_FUNC.match(line)
+            if f:
+                function = f["name"]
+                continue
+            c = _LOCAL_CALL.search(line)
+            if c and function and c["target"] != function:
+                local_calls.setdefault(function, set()).add(c["target"])
+        return cls(sections, relocations, symbols, local_calls)
 
     def function_at(self, section: str, offset: int) -> str:
         best = ""
@@ -677,7 +689,9 @@ class Elf:
         return symbol, 0
 
     def references_of(self, function: str) -> list[str]:
-        """Every symbol a function's relocations name (what it calls, reads or takes the address of)."""
+        """Every symbol a function's relocations name (what it calls, reads or takes the address of) and
+        the functions of the object it calls directly, data excepted."""
+        data = {name for _, _, kind, _, name in self.symbols if kind in ("OBJECT", "TLS", "SECTION")}
         for value, size, kind, sec, name in self.symbols:
             if name == function and kind == "FUNC":
                 out = []
@@ -685,10 +699,25 @@ class Elf:
                     if value <= off < value + size:
                         if sym in self.sections.values() and sym.startswith(".text"):
                             out.append(self.function_at(sym, add + 4) or f"{sym}+{add:#x}")
-                        else:
+                        elif sym and sym not in data and not sym.startswith((".bss", ".data", ".rodata", ".tbss",
+                                                                             ".tdata", ".LC")):
                             out.append(sym)
-                return out
+                return out + sorted(self.local_calls.get(function, ()))
         return []
+
+    def reached_from(self, function: str) -> list[str]:
+        """references_of, through the compiler's own helpers of a static initializer (the -O0
+        __static_initialization_and_destruction_0, a function's .cold part)."""
+        seen, todo, out = {function}, [function], []
+        while todo:
+            for ref in self.references_of(todo.pop()):
+                helper = ref.startswith("_Z41__static_initialization_and_destruction_0") or ref.startswith(function + ".")
+                if helper and ref not in seen:
+                    seen.add(ref)
+                    todo.append(ref)
+                elif not helper:
+                    out.append(ref)
+        return out
 
 
 def startup_violations(elf: Elf, backend: str, names: dict[str, str] | None = None) -> list[Violation]:
@@ -719,9 +748,8 @@ def startup_violations(elf: Elf, backend: str, names: dict[str, str] | None = No
                 bad.append(f"{shown_name(fn)} (in {section})")
                 continue
             if fn.startswith("_GLOBAL__sub_I_"):
-                extra = [ref for ref in elf.references_of(fn)
-                         if not ref.startswith((".bss", ".data", ".rodata", ".tbss", ".tdata", ".LC", fn))
-                         and not any(rule.matches(ref, backend) for rule in r.initializer_may_use)]
+                extra = [ref for ref in elf.reached_from(fn)
+                         if not any(rule.matches(ref, backend) for rule in r.initializer_may_use)]
                 if extra:
                     uses = list(dict.fromkeys(extra))
                     shown = ", ".join(shown_name(x) for x in uses[:SYMBOLS_SHOWN])
@@ -735,6 +763,7 @@ def startup_violations(elf: Elf, backend: str, names: dict[str, str] | None = No
 
 
 _DISASM_FUNC = re.compile(r"^[0-9a-f]+ <(?P<name>[^>]+)>:$")
+_LOCAL_CALL = re.compile(r"\s(?:call|jmp)q?\s+[0-9a-f]+ <(?P<target>[^>+]+)>\s*$")
 _DISASM_INSN = re.compile(r"^\s*(?P<addr>[0-9a-f]+):\s+(?P<insn>.*)$")
 
 
@@ -751,7 +780,7 @@ def instruction_violations(disassembly: str) -> list[Violation]:
             function = f["name"]
             continue
         m = _DISASM_INSN.match(line)
-        if m is None:
+        if m is None or m["insn"].startswith("R_"):   # a relocation line of objdump -dr
             continue
         insn = re.sub(r"\s+", " ", m["insn"].split("#", 1)[0]).strip()
         for rule in rules().instructions:
