@@ -11,8 +11,9 @@
 #   5. the whole gallery graded on the GPU, every verdict compared with the expected one, and every
 #      case's status with the emulated snapshot (tools/bench_fidelity.py: the agreement table; the
 #      fresh GPU statuses go to $OUT/gpu_statuses.json for grading/fidelity/)
-#   6. (batch) the gallery's submissions, the exploit entries among them, graded as a class with
-#      grading/batch.py, the sandbox required, a hidden suite and a secret: the gradebook's verdicts
+#   6. (batch) the gallery's submissions graded as a class with grading/batch.py, and the sandbox's
+#      exploit entries (beside two honest ones) as a second class with the build-time allowlists off,
+#      the sandbox required, a hidden suite and a secret: the gradebook's verdicts
 #      compared with the expected ones, timing with the GPU to one judge; then the exploit checks (the
 #      secret in no output, no process or loot left) and what the sandbox costs (tools/bench_sandbox.py)
 #   7. (bench) the batch benchmark: 100 submissions made from the gallery (tools/bench_batch.py),
@@ -87,8 +88,16 @@ fi
 
 if run_batch; then
 step "batch: the gallery's submissions graded as a class"
-rm -rf "$LOGS/class" "$LOGS/batch" && mkdir -p "$LOGS/class"
-for entry in grading/gallery/*/; do [ -f "$entry/expected.json" ] && cp -r "$entry" "$LOGS/class/"; done
+rm -rf "$LOGS/class" "$LOGS/batch" "$LOGS/class-exploits" "$LOGS/batch-exploits"
+mkdir -p "$LOGS/class" "$LOGS/class-exploits"
+# the sandbox's attacks ("kind": "exploit") are a class of their own, beside two honest submissions, graded
+# with the build-time allowlists off (SCANGRADE_BUILD_ALLOWLISTS=off): the build would refuse them first
+for entry in grading/gallery/*/; do
+  [ -f "$entry/expected.json" ] || continue
+  if grep -q '"kind": *"exploit"' "$entry/expected.json"; then cp -r "$entry" "$LOGS/class-exploits/"
+  else cp -r "$entry" "$LOGS/class/"; fi
+done
+cp -r grading/gallery/correct_kogge_stone grading/gallery/wrong_modifies_input "$LOGS/class-exploits/"
 secret_dir=/tmp/scangrade-exploit-secret   # where exploit_include_secret looks for it
 mkdir -p "$secret_dir" && secret="sg-secret-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 echo "$secret" > "$secret_dir/secret.txt" && chmod 600 "$secret_dir/secret.txt"
@@ -97,20 +106,28 @@ python3 grading/batch.py "$LOGS/class" --out "$LOGS/batch" --backend gpu --build
   --budget-s 150 --formats all --sandbox require --suite testcases/public.json \
   --hidden-suite testcases/hidden.example.json --secret-file "$secret_dir/secret.txt" >"$LOGS/batch.log" 2>&1
 batch_rc=$?
+SCANGRADE_BUILD_ALLOWLISTS=off python3 grading/batch.py "$LOGS/class-exploits" --out "$LOGS/batch-exploits" \
+  --backend gpu --build-dir "$BUILD" --budget-s 150 --formats all --sandbox require --suite testcases/public.json \
+  --hidden-suite testcases/hidden.example.json --secret-file "$secret_dir/secret.txt" >>"$LOGS/batch.log" 2>&1
+rc=$?; [ "$batch_rc" = 0 ] && batch_rc=$rc
 python3 grading/gallery.py --backend gpu --build-dir "$BUILD" --results-from "$LOGS/batch" \
   >"$LOGS/batch-verdicts.log" 2>&1
 verdicts_rc=$?
+python3 grading/gallery.py --backend gpu --build-dir "$BUILD" --results-from "$LOGS/batch-exploits" \
+  >>"$LOGS/batch-verdicts.log" 2>&1
+rc=$?; [ "$verdicts_rc" = 0 ] && verdicts_rc=$rc
 step "exploit checks"
 sleep 3   # the attackers' daemons would strike now
 {
-  leaked=$(grep -rl -- "$secret" "$LOGS/batch" 2>/dev/null | wc -l)
+  leaked=$(grep -rl -- "$secret" "$LOGS/batch" "$LOGS/batch-exploits" 2>/dev/null | wc -l)
   left=$(pgrep -c -x sg-exploit-bomb || true)
   loot=$(ls /tmp/scangrade-loot* /dev/shm/scangrade-loot* 2>/dev/null | wc -l)
-  forged=$(find "$LOGS/batch" -name forged-by-exploit | wc -l)
-  rows=$(($(wc -l < "$LOGS/batch/gradebook.csv") - 1))
-  echo "exploit checks: gradebook rows $rows/$(ls "$LOGS/class" | wc -l), files holding the secret $leaked," \
+  forged=$(find "$LOGS/batch" "$LOGS/batch-exploits" -name forged-by-exploit | wc -l)
+  rows=$(($(wc -l < "$LOGS/batch/gradebook.csv") + $(wc -l < "$LOGS/batch-exploits/gradebook.csv") - 2))
+  students=$(($(ls "$LOGS/class" | wc -l) + $(ls "$LOGS/class-exploits" | wc -l)))
+  echo "exploit checks: gradebook rows $rows/$students, files holding the secret $leaked," \
        "sg-exploit-bomb processes left $left, loot files $loot, forged marker files $forged"
-  [ "$leaked" = 0 ] && [ "${left:-0}" = 0 ] && [ "$loot" = 0 ] && [ "$forged" = 0 ] && [ "$rows" = "$(ls "$LOGS/class" | wc -l)" ]
+  [ "$leaked" = 0 ] && [ "${left:-0}" = 0 ] && [ "$loot" = 0 ] && [ "$forged" = 0 ] && [ "$rows" = "$students" ]
 } >"$LOGS/exploits.log" 2>&1
 exploits_rc=$?
 rm -rf "$secret_dir"

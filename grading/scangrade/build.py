@@ -20,14 +20,18 @@ grading/sandbox/sandbox.h): it sees the system, the toolchain, the contract head
 student/ folder read-only and can write only the folder of its own outputs; no network, no other
 process, no secret, no reference solution. `#include "/path/to/secret"` finds nothing.
 
-Files compile in parallel, each under a timeout. A slot file that fails is replaced by a generated
+Files compile in parallel, each under a timeout, all of a submission's together under a budget
+(COMPILE_BUDGET_S; the files not compiled in time fail, naming the budget), and at most MAX_HELPER_FILES
+helper files are compiled (more: none is, and every slot fails with the count). A slot file that fails is replaced by a generated
 not-implemented stub, so the other slots still link and are graded; a missing slot file gets the
 same stub. A helper .cu (not a slot file) that fails fails every slot. When the link fails, each
 slot is tried alone to find the culprit(s).
 
 Policy (policy.py): a file that includes a CUB or Thrust header is not compiled, and every object that
 compiles is scanned with `nm` (library scans used or defined; definitions of harness, CUDA runtime,
-allocator or `main` symbols). A slot that breaks a rule is linked as a stub, like a slot that did not
+allocator or `main` symbols); then the allowlists of grading/policy_rules.json judge the compiler's
+include tree (-H), the object's undefined and defined symbols, its start-up code (readelf) and its
+instructions (objdump), all read in the sandbox. A slot that breaks a rule is linked as a stub, like a slot that did not
 compile (nothing of it runs, so an interposer cannot reach the other slots), but it is not a failed
 slot: build.json names it in `policy_violations` with the evidence, the judge gives its cases
 policy_violation, and the status stays "ok" when nothing else went wrong. A helper that breaks a rule
@@ -59,6 +63,12 @@ from .vocab import SLOT_FILES, SLOTS
 
 COMPILE_TIMEOUT_S = 120
 LINK_TIMEOUT_S = 120
+# all compiles of one submission together, and the helper .cu files compiled (grading/policy_rules.json)
+COMPILE_BUDGET_S = policy.rules().compile_budget_s
+MAX_HELPER_FILES = policy.rules().max_helper_files
+# SCANGRADE_BUILD_ALLOWLISTS=off turns policy_rules.json's allowlists off (the denylist stays): only for
+# the exploit gallery's tests of the sandbox, whose attacks must get past the build to reach it
+ALLOWLISTS_ENV = "SCANGRADE_BUILD_ALLOWLISTS"
 LOG_CAP = 8 * 1024
 
 # slot -> (function name, parameters between the pointers' size and the stream)
@@ -201,12 +211,21 @@ class Recipe:
     rewrite: tuple[str, ...] | None = None  # emulate: argv prefix; called as <rewrite> IN.cu OUT.cpp
     confine: Confinement = Confinement()
     nm: str = "nm"                        # binutils nm, for the policy's symbol scan
+    readelf: str = "readelf"              # binutils, for the policy's start-up code scan
+    objdump: str = "objdump"              # binutils, for the policy's instruction scan
+    cuda_include: tuple[str, ...] = ()    # the CUDA toolkit's include folders (the include rules' "cuda")
+    allowlists: bool = True               # policy_rules.json's allowlists (off only to test the layers below)
 
     @classmethod
     def from_toolchain(cls, toolchain: dict, backend: str, sandbox: str = "auto", bwrap: str = "bwrap") -> "Recipe":
         recipe = cls._for_backend(toolchain, backend)
         # an absolute path: the sandbox launcher runs a command without searching PATH
-        recipe = dataclasses.replace(recipe, nm=str(toolchain.get("nm") or shutil.which("nm") or "nm"))
+        recipe = dataclasses.replace(
+            recipe, nm=str(toolchain.get("nm") or shutil.which("nm") or "nm"),
+            readelf=str(toolchain.get("readelf") or shutil.which("readelf") or "readelf"),
+            objdump=str(toolchain.get("objdump") or shutil.which("objdump") or "objdump"),
+            cuda_include=tuple(map(str, policy.cuda_include_roots(toolchain.get("nvcc")))),
+            allowlists=os.environ.get(ALLOWLISTS_ENV, "on") != "off")
         if sandbox == "off":
             return recipe
         launcher = toolchain.get("sandbox")
@@ -235,11 +254,30 @@ class Recipe:
                                  "rebuild with `make`") from None
 
     def compile_steps(self, src: Path, obj: Path, include_dir: Path) -> list[list[str]]:
+        # -H: the compiler prints the tree of the headers it opens (after macros) on stderr, for the
+        # include rules; nvcc hands it to the host compiler for its host and device preprocessing both
         if self.rewrite is not None:
             cpp = obj.with_suffix(".cpp")
             return [[*self.rewrite, str(src), str(cpp)],
-                    [*self.compiler, *self.flags, "-I", str(include_dir), "-c", str(cpp), "-o", str(obj)]]
-        return [[*self.compiler, *self.flags, "-I", str(include_dir), "-c", str(src), "-o", str(obj)]]
+                    [*self.compiler, *self.flags, "-H", "-I", str(include_dir), "-c", str(cpp), "-o", str(obj)]]
+        return [[*self.compiler, *self.flags, "-Xcompiler", "-H", "-I", str(include_dir), "-c", str(src),
+                 "-o", str(obj)]]
+
+    def include_roots(self, include_dir: Path, obj_dir: Path) -> policy.IncludeRoots:
+        """The include rules' places: the student's folder (and, emulated, the rewriter's copies of its
+        headers next to the object), the grader's -I folders, the emulator's and the toolkit's."""
+        flags = list(self.flags)
+        dirs = [Path(f[2:]) for f in flags if f.startswith("-I/")]
+        dirs += [Path(b) for a, b in zip(flags, flags[1:]) if a in ("-I", "-isystem") and b.startswith("/")]
+        emulation: list[Path] = []
+        if self.rewrite is not None:
+            args = list(self.rewrite)
+            if "--runtime-header" in args[:-1]:
+                emulation.append(Path(args[args.index("--runtime-header") + 1]).parent)
+            emulation += [d for d in dirs if (d / "scangrade" / "emu.h").is_file()]
+        contract = [d for d in dirs if d not in emulation]
+        return policy.IncludeRoots((include_dir, obj_dir), tuple(contract), tuple(dict.fromkeys(emulation)),
+                                   tuple(Path(p) for p in self.cuda_include))
 
     def link_command(self, objects: list[Path], out: Path) -> list[str]:
         return [*self.linker, *map(str, objects), *self.link, "-o", str(out)]
@@ -337,7 +375,28 @@ def trim_log(sections: list[str], cap: int = LOG_CAP) -> str:
     return text
 
 
-def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, timeout: float) -> Unit:
+@dataclass
+class Budget:
+    """The seconds all compiles of one submission may take together (None: no limit)."""
+
+    seconds: float | None
+    deadline: float | None = None
+
+    def start(self) -> None:
+        if self.seconds is not None and self.deadline is None:
+            self.deadline = time.monotonic() + self.seconds
+
+    def left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+
+def _budget_text(budget: Budget) -> str:
+    return (f"the submission's compile budget ({budget.seconds:g} s for all its files together) was spent: "
+            "make the build lighter (less template recursion, fewer files)")
+
+
+def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, timeout: float,
+                  budget: Budget | None = None) -> Unit:
     unit.obj.parent.mkdir(parents=True, exist_ok=True)
     outputs: list[str] = []
     seconds = 0.0
@@ -348,28 +407,73 @@ def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, time
         if unit.violations:
             unit.run = Run(0, "", 0.0)
             return unit
+    left = budget.left() if budget is not None and not unit.stub else None
+    by_budget = left is not None and left < timeout
+    if left is not None and left <= 0:
+        unit.run = Run(None, f"{unit.display}: not compiled: {_budget_text(budget)}\n", 0.0)
+        return unit
+    limit = min(timeout, left) if by_budget else timeout
+    tree: list[str] = []
     # student/ named from the working folder (the submission's): nvcc cannot take an -I path holding a
     # quote, and compiler messages then name headers student/x.cuh, not by the grading folder's path
     include_arg = (Path(os.path.relpath(include_dir, cwd))
                    if include_dir.is_absolute() and include_dir.is_relative_to(cwd) else include_dir)
     for cmd in recipe.compile_steps(unit.source, unit.obj, include_arg):
-        r = run_tool(cmd, cwd, timeout, recipe.confine, [include_dir, source.parent], [unit.obj.parent])
+        r = run_tool(cmd, cwd, limit, recipe.confine, [include_dir, source.parent], [unit.obj.parent])
         seconds += r.seconds
-        outputs.append(r.output)
+        lines, shown = policy.split_include_tree(r.output)
+        tree += lines
+        outputs.append(shown)
         if r.returncode is None:
-            unit.run = Run(None, "".join(outputs) + f"{unit.display}: compiler timed out after {timeout:g} s\n",
-                           seconds)
+            why = _budget_text(budget) if by_budget else f"compiler timed out after {timeout:g} s"
+            unit.run = Run(None, "".join(outputs) + f"{unit.display}: {why}\n", seconds)
             return unit
         if not r.ok:
             unit.run = Run(r.returncode, "".join(outputs), seconds)
+            if not unit.stub and recipe.allowlists:
+                # a forbidden header is a violation even where the compile then failed (the emulation
+                # backend has no CUB or driver API: the header is missing there)
+                found = _include_rules(recipe, unit, include_dir, cwd, tree)
+                found += [v for v in policy.missing_header_violations(r.output, recipe.backend)
+                          if v.rule not in {f.rule for f in found}]
+                if found:
+                    unit.violations = found
+                    unit.run = Run(0, "".join(outputs), seconds)
             return unit
     unit.run = Run(0, "".join(outputs), seconds)
     if not unit.stub:
         try:
-            unit.violations = scan_object(recipe, unit.obj, cwd, timeout)
+            unit.violations = _include_rules(recipe, unit, include_dir, cwd, tree) if recipe.allowlists else []
+            unit.violations += scan_object(recipe, unit.obj, cwd, timeout)
         except ToolchainError as exc:
             unit.harness_error = str(exc)
     return unit
+
+
+def _include_rules(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, tree: list[str]) -> list[policy.Violation]:
+    """The include rules on the compiler's include tree, with the student's files and lines as the chain."""
+    source = (unit.source if unit.source.is_absolute() else cwd / unit.source).resolve()
+    student = include_dir.resolve()
+    copies = unit.obj.parent.resolve()
+
+    def site_of(path: str) -> policy.IncludeSite | None:
+        target = source if path == "" else Path(path)
+        if path and copies in Path(path).parents:
+            # the rewriter's copy of a student header: <stem>.<k><suffix> next to the object
+            name = re.sub(r"\.\d+(\.[^.]*)$", r"\1", Path(path).name)
+            matches = sorted(student.rglob(name)) if path.endswith(Path(path).suffix) else []
+            if not matches:
+                return None
+            target = matches[0]
+        try:
+            rel = target.resolve().relative_to(student)
+            text = target.read_text(errors="replace")
+        except (OSError, ValueError):
+            return None
+        return policy.IncludeSite(f"student/{rel.as_posix()}", text)
+
+    roots = recipe.include_roots(include_dir.resolve(), copies)
+    return policy.include_tree_violations(tree, roots, recipe.backend, site_of, cwd.resolve())
 
 
 def scan_object(recipe: Recipe, obj: Path, cwd: Path, timeout: float) -> list[policy.Violation]:
@@ -387,13 +491,30 @@ def scan_object(recipe: Recipe, obj: Path, cwd: Path, timeout: float) -> list[po
             status = f"timed out after {timeout:g} s" if r.returncode is None else f"exit status {r.returncode}, twice"
             raise ToolchainError(f"nm could not read {obj.name} ({status}): {r.output.strip()[:300]}")
         listings.append(r.output)
-    return policy.symbol_violations(policy.parse_nm(*listings), recipe.backend)
+    symbols = policy.parse_nm(*listings)
+    found = policy.symbol_violations(symbols, recipe.backend)
+    if not recipe.allowlists:
+        return found
+    found += policy.allowlist_violations(symbols, recipe.backend)
+    # start-up code (readelf) and system-call instructions (objdump), also read in the sandbox
+    outputs = []
+    for cmd in ([recipe.readelf, "-SW", str(obj)], [recipe.readelf, "-rW", str(obj)], [recipe.readelf, "-sW", str(obj)],
+                [recipe.objdump, "-dr", "--no-show-raw-insn", str(obj)]):
+        r = run_tool(cmd, cwd, timeout, recipe.confine, [obj.parent], [])
+        if not r.ok:
+            status = f"timed out after {timeout:g} s" if r.returncode is None else f"exit status {r.returncode}"
+            raise ToolchainError(f"{Path(cmd[0]).name} could not read {obj.name} ({status}): {r.output.strip()[:300]}")
+        outputs.append(r.output)
+    names = {s.mangled.split("@", 1)[0]: s.demangled for s in symbols}
+    found += policy.startup_violations(policy.Elf.parse(*outputs), recipe.backend, names)
+    found += policy.instruction_violations(outputs[3])
+    return found
 
 
 def _compile_all(recipe: Recipe, units: list[Unit], include_dir: Path, cwd: Path, jobs: int,
-                 timeout: float) -> None:
+                 timeout: float, budget: Budget | None = None) -> None:
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(lambda u: _compile_unit(recipe, u, include_dir, cwd, timeout), units))
+        list(pool.map(lambda u: _compile_unit(recipe, u, include_dir, cwd, timeout, budget), units))
 
 
 def _stub_unit(slot: str, reason: str, out: Path) -> Unit:
@@ -410,7 +531,8 @@ def write_layout_error(out: Path, message: str) -> BuildResult:
 
 
 def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
-          timeout: float = COMPILE_TIMEOUT_S, link_timeout: float = LINK_TIMEOUT_S) -> BuildResult:
+          timeout: float = COMPILE_TIMEOUT_S, link_timeout: float = LINK_TIMEOUT_S,
+          budget_s: float | None = COMPILE_BUDGET_S, max_helpers: int = MAX_HELPER_FILES) -> BuildResult:
     """Compile and link; write <out>/build.json; return the result (worker set when linked)."""
     start = time.monotonic()
     out = Path(out).resolve()
@@ -426,7 +548,16 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
     units += [Unit(f"student/{p.name}", Path("student") / p.name, out / "obj" / "student" / f"{p.stem}.o", None)
               for p in sub.helper_files]
     units += [_stub_unit(s, f"student/{SLOT_FILES[s]} is missing", out) for s in sub.missing_slots]
-    _compile_all(recipe, units, include_dir, root, jobs, timeout)
+    helpers_over = len(sub.helper_files) > max_helpers
+    if helpers_over:
+        # too many helper files: none is compiled (each would fail every slot anyway)
+        for u in units:
+            if u.slot is None:
+                u.run = Run(1, f"{u.display}: not compiled: student/ has {len(sub.helper_files)} helper .cu files "
+                               f"besides the slot files; at most {max_helpers} are compiled: merge some of them\n", 0.0)
+    budget = Budget(budget_s)
+    budget.start()
+    _compile_all(recipe, [u for u in units if u.run is None], include_dir, root, jobs, timeout, budget)
 
     stub_failures = [u for u in units if u.stub and not u.ok]
     # policy: a slot's own violation, else a helper's (a helper is linked with every slot)
@@ -479,6 +610,8 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
         if u.ok and not u.stub and text.strip():
             sections.append(f"== {u.display}: warnings ==\n{text}")
 
+    if not recipe.allowlists:
+        sections.append(f"== note: the build-time allowlists are off ({ALLOWLISTS_ENV}=off) ==\n")
     result = BuildResult(status="compile_error" if failed else "ok", warnings=warnings,
                          missing_slots=list(sub.missing_slots), failed_slots=failed,
                          policy_violations={s: violations[s] for s in policy_stubbed})
@@ -551,6 +684,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=["gpu", "emulate"], default="gpu")
     parser.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
     parser.add_argument("--timeout", type=float, default=COMPILE_TIMEOUT_S, help="seconds per compile")
+    parser.add_argument("--compile-budget", type=float, default=COMPILE_BUDGET_S,
+                        help=f"seconds for all compiles of the submission together (default {COMPILE_BUDGET_S:g})")
     args = parser.parse_args(argv)
     try:
         recipe = Recipe.from_toolchain(read_toolchain(args.build_dir), args.backend)
@@ -558,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 3
     with load_submission(args.submission) as sub:
-        result = build(sub, recipe, args.out, args.jobs, args.timeout)
+        result = build(sub, recipe, args.out, args.jobs, args.timeout, budget_s=args.compile_budget)
     print(json.dumps(result.to_json(), indent=1))
     return 0 if result.status == "ok" else 1
 

@@ -363,11 +363,12 @@ def _fake_nm(tmp_path, failures: int):
     nm.write_text("#!/bin/sh\n"
                   f"n=$(cat {count} 2>/dev/null || echo 0); echo $((n + 1)) > {count}\n"
                   f"[ \"$n\" -lt {failures} ] && exit 1\n"
-                  "echo '0000000000000000 T scan_helper'\n")
+                  "echo '0000000000000000 T _ZN9scangrade7student11scan_helperEv'\n")
     nm.chmod(0o755)
     obj = tmp_path / "slot.o"
     obj.write_bytes(b"\x7fELF" + bytes(60))
-    recipe = Recipe(backend="emulate", compiler=("g++",), flags=(), linker=("g++",), link=(), nm=str(nm))
+    recipe = Recipe(backend="emulate", compiler=("g++",), flags=(), linker=("g++",), link=(), nm=str(nm),
+                    readelf="/bin/true", objdump="/bin/true")
     return recipe, obj, count
 
 
@@ -437,3 +438,76 @@ def test_a_stub_that_timed_out_is_not_compiled_again(tmp_path, fake_build_dir, m
     result, _ = run_build(sub, fake_build_dir, tmp_path / "out")
     assert result.harness_errors, "a stub that never compiles is a broken toolchain"
     assert len(compiled) == 1, compiled
+
+
+# --- the compile budget and the cap on helper files ------------------------------------------------
+
+def test_a_spent_compile_budget_names_the_budget(tmp_path, fake_build_dir):
+    """No time left: no student file is compiled, each says why; the generated stubs still are."""
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": GOOD, "student/blelloch.cu": GOOD})
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out", budget_s=0)
+    assert doc["status"] == "compile_error"
+    assert doc["failed_slots"] == ["hillis_steele", "blelloch"]
+    assert doc["log"].count("not compiled: the submission's compile budget (0 s for all its files together) "
+                            "was spent") == 2, doc["log"]
+    assert result.worker is not None, "the stubs are not charged to the submission's budget"
+
+
+def test_a_compile_stopped_by_the_budget_names_the_budget(tmp_path, fake_build_dir):
+    """A compile that the budget (not the per-file timeout) stops says so."""
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": "SLEEP_FOREVER\n"})
+    _, doc = run_build(sub, fake_build_dir, tmp_path / "out", budget_s=1)
+    assert doc["failed_slots"] == ["hillis_steele"]
+    assert "compile budget (1 s for all its files together) was spent" in doc["log"], doc["log"]
+
+
+def test_too_many_helper_files(tmp_path, fake_build_dir):
+    files = {"student/hillis_steele.cu": GOOD, **{f"student/util{i}.cu": GOOD for i in range(3)}}
+    sub = make_submission(tmp_path / "s", files)
+    _, doc = run_build(sub, fake_build_dir, tmp_path / "out", max_helpers=2)
+    assert doc["status"] == "compile_error" and doc["failed_slots"] == ["hillis_steele"]
+    assert ("not compiled: student/ has 3 helper .cu files besides the slot files; at most 2 are compiled: "
+            "merge some of them") in doc["log"], doc["log"]
+    _, doc = run_build(sub, fake_build_dir, tmp_path / "out2", max_helpers=3)
+    assert doc["status"] == "ok"
+
+
+def test_budget_and_cap_defaults_come_from_the_rules_file():
+    rules = json.loads((REPO / "grading" / "policy_rules.json").read_text())["budget"]
+    assert build.COMPILE_BUDGET_S == rules["compile_budget_s"] >= 2 * build.COMPILE_TIMEOUT_S
+    assert build.MAX_HELPER_FILES == rules["max_helper_files"] == 16
+
+
+# --- the build-time exploit entries: refused before anything runs, on both backends -----------------
+
+BUILD_TIME_EXPLOITS = sorted(p.name for p in GALLERY.glob("exploit_*")
+                             if json.loads((p / "expected.json").read_text()).get("kind") == "policy")
+
+
+def assert_refused(doc: dict, entry: str, backend: str) -> None:
+    spec = json.loads((GALLERY / entry / "expected.json").read_text())
+    hints = {**spec.get("hints", {}), **(spec.get("emulation_hints", {}) if backend == "emulate" else {})}
+    assert doc["status"] == "ok", doc["log"]
+    assert list(doc["policy_violations"]) == ["hierarchical"], doc
+    assert hints["hierarchical"] in doc["policy_violations"]["hierarchical"], doc["policy_violations"]
+
+
+def test_build_time_exploit_entries_are_the_policy_kind():
+    assert len(BUILD_TIME_EXPLOITS) == 8, BUILD_TIME_EXPLOITS
+
+
+@emulate_toolchain
+@pytest.mark.parametrize("entry", BUILD_TIME_EXPLOITS)
+def test_emulate_build_time_exploits_are_refused(tmp_path, entry):
+    result, doc = run_build(gallery_submission(tmp_path, entry), REAL_TOOLCHAIN.parent.parent, tmp_path / "out",
+                            backend="emulate", jobs=2)
+    assert_refused(doc, entry, "emulate")
+    assert result.worker is not None
+
+
+@needs_nvcc
+@pytest.mark.parametrize("entry", [e for e in BUILD_TIME_EXPLOITS if e != "exploit_calls_emulator_trace"])
+def test_nvcc_build_time_exploits_are_refused(tmp_path, nvcc_build_dir, entry):
+    result, doc = run_build(gallery_submission(tmp_path, entry), nvcc_build_dir, tmp_path / "out", jobs=2)
+    assert result.harness_errors == []
+    assert_refused(doc, entry, "gpu")
