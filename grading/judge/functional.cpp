@@ -59,6 +59,9 @@ template <typename T>
 void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   Command cmd = command(Mode::Check, e);
   if (!ensure_worker(r)) return;
+  last_case_after_other_slots_ =
+      std::any_of(worker_slots_.begin(), worker_slots_.end(), [&](Slot s) { return s != e.c.slot; });
+  worker_slots_.insert(e.c.slot);
   // the input: the case cache's file when the data is only there, else from memory
   CachedInput file;
   if (data.in_cache) {
@@ -325,6 +328,13 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
       const int before = session->cases_in_worker();
       r = session->grade(e, std::move(data));
       ran = true;
+      if (r.worker_harness_error && session->last_case_after_other_slots()) {
+        // the grader's code in a process that ran another slot's cases first could not run this one
+        // (its descriptors or device memory used up): that slot may have done it, so this case runs
+        // again in a fresh process, and that run's verdict stands
+        session->fresh_worker();
+        r = session->grade(e, case_data_for_run(e, o.case_cache, device));
+      }
       // a failure after the slot passed a case at least as large: state kept between calls?
       const auto largest = largest_passed.find(e.c.slot);
       if ((r.status == Status::Crash || r.status == Status::Fail) && before > 0 && largest != largest_passed.end() &&

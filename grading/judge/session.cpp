@@ -147,6 +147,7 @@ void Session::from_exchange(const Exchange& x, CaseResult& r) {
   // submission (a harness problem in it shows on the reference solution too, in the harness's tests)
   r.status = x.kind == Exchange::Timeout ? Status::Timeout : Status::Crash;
   r.message = x.message;
+  r.worker_harness_error = x.kind == Exchange::Harness;
 }
 
 std::string death_hint(const ExitInfo& end, const std::string& output, std::size_t n) {
@@ -259,6 +260,7 @@ bool Session::ensure_worker(CaseResult& r) {
     hello_ = h;
     failed_starts_ = 0;
     cases_in_worker_ = 0;
+    worker_slots_.clear();
     const double took = seconds_since(started);
     worker_start_s_ += took;
     ++workers_started_;

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -43,6 +44,9 @@ struct CaseResult {
   double duration_s = 0;
   std::optional<Timing> timing;
   nlohmann::json sanitizer = nullptr;
+  /// The worker said the harness's code in it could not run the case (the buffers did not arrive,
+  /// could not be mapped): the state of its process, which an earlier slot's code may have broken.
+  bool worker_harness_error = false;
 };
 
 /// A case's input, in its element type (the other vector stays empty).
@@ -138,6 +142,8 @@ class Session {
   int kept_buffers() const { return kept_buffers_; }
   /// Ends the current worker (not a loss: no spare is started); the next case starts a fresh one.
   void fresh_worker();
+  /// Whether the last case graded ran in a worker that had run another slot's cases before it.
+  bool last_case_after_other_slots() const { return last_case_after_other_slots_; }
   double worker_start_s() const { return worker_start_s_; }
   /// Seconds the checker took to start (0: not started).
   double checker_start_s() const { return checker_start_s_; }
@@ -255,6 +261,8 @@ class Session {
   std::map<Slot, double> slot_budget_s_, slot_spent_s_;  // each slot's share and what its exchanges took
   double lock_wait_s_ = 0, timing_s_ = 0, prepare_s_ = 0, worker_start_s_ = 0, checker_start_s_ = 0;
   int workers_started_ = 0, cases_in_worker_ = 0;
+  std::set<Slot> worker_slots_;  // the slots whose cases the current worker ran
+  bool last_case_after_other_slots_ = false;
   int buffers_worker_ = -1, kept_buffers_ = 0;  // the worker (by start number) that keeps the check buffers mapped, -1: none
   std::unique_ptr<CheckerProcess> checker_;  // the GPU backend's trusted side
   std::unique_ptr<CaseMemory> memory_;

@@ -450,6 +450,27 @@ def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, time
     return unit
 
 
+_LINE_DIRECTIVE = re.compile(r'^#line 1 "((?:[^"\\\n]|\\.)*)"', re.MULTILINE)
+
+
+def _copy_display(copy: Path) -> str | None:
+    """The name (student/x.cuh) that the rewriter's copy of a header gives its original in its first
+    #line directive, or None (read without following a link, its first 4 KiB only)."""
+    try:
+        fd = os.open(copy, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        head = os.read(fd, 4096).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+    m = _LINE_DIRECTIVE.search(head)
+    if m is None:
+        return None
+    return re.sub(r"\\([0-7]{3}|.)", lambda e: chr(int(e.group(1), 8)) if len(e.group(1)) == 3
+                  else "\n" if e.group(1) == "n" else e.group(1), m.group(1))
+
+
 def _include_rules(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, tree: list[str]) -> list[policy.Violation]:
     """The include rules on the compiler's include tree, with the student's files and lines as the chain."""
     source = (unit.source if unit.source.is_absolute() else cwd / unit.source).resolve()
@@ -459,12 +480,12 @@ def _include_rules(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, tre
     def site_of(path: str) -> policy.IncludeSite | None:
         target = source if path == "" else Path(path)
         if path and copies in Path(path).parents:
-            # the rewriter's copy of a student header: <stem>.<k><suffix> next to the object
-            name = re.sub(r"\.\d+(\.[^.]*)$", r"\1", Path(path).name)
-            matches = sorted(student.rglob(name)) if path.endswith(Path(path).suffix) else []
-            if not matches:
+            # the rewriter's copy of a student header (NAME.<stem>.N.SUFFIX next to the object): its
+            # first #line names the original from the submission
+            display = _copy_display(Path(path))
+            if display is None or not display.startswith("student/"):
                 return None
-            target = matches[0]
+            target = student / display[len("student/"):]
         try:
             rel = target.resolve().relative_to(student)
             text = target.read_text(errors="replace")

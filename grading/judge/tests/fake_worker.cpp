@@ -24,6 +24,9 @@
 //   garbage_stdout   prints fake PASS lines and fake JSON results on stdout/stderr, replies correctly
 //   no_hello         never says hello (sleeps forever)
 //   exit_early[=K]   exits with status 0 without replying (on command K, or right after hello)
+//   harness_error_on=K  replies to check K with a harness_error (the harness's code in it failed)
+//   breaks_after=SLOT   once it has run a check of SLOT, replies to every later check of another slot
+//                    with a harness_error (a slot that broke its process's state for the next slot)
 //
 // --relink-log TARGET / --hardlink-log TARGET: before its hello, replaces the file its stdout goes to
 // (found through /proc/self/fd/1) by a symbolic / hard link to TARGET and prints what happened, then
@@ -149,7 +152,7 @@ int main(int argc, char** argv) {
       mode.name = m.substr(0, eq);
       if (eq != std::string::npos &&
           (mode.name == "hang_slot" || mode.name == "crash_small" || mode.name == "crash_large" ||
-           mode.name == "host_copy_large"))
+           mode.name == "host_copy_large" || mode.name == "breaks_after"))
         mode.slot = m.substr(eq + 1);
       else if (eq != std::string::npos) mode.k = std::stol(m.substr(eq + 1));
     }
@@ -180,6 +183,7 @@ int main(int argc, char** argv) {
   std::map<std::string, std::vector<char>> result_cache;  // caches_sampled_input
   int late_pair = -1;                                      // finishes_after_return: the call not yet written
   std::unique_ptr<Mapped> kept_buffers;  // the last shared check's (Command::kept)
+  bool broken = false;                   // breaks_after: its slot ran in this process
   std::string line;
   while (std::getline(std::cin, line)) {
     const Command cmd = json::parse(line).get<Command>();
@@ -289,6 +293,12 @@ int main(int argc, char** argv) {
         return 8;
       }
       const Mapped& buffers = *kept_buffers;
+      if (mode.on("harness_error_on", k) || (broken && name(cmd.c.slot) != mode.slot)) {
+        header.harness_error = "worker: the case buffers did not arrive (fake)";
+        write_line(kReplyFd, encode(header));
+        continue;
+      }
+      if (mode.name == "breaks_after" && name(cmd.c.slot) == mode.slot) broken = true;
       if (!dump_dir.empty())
         write_file_atomic(dump_dir + "/in-" + std::to_string(k) + ".bin", buffers.at[0], n * 4);
       char* out = buffers.at[1] + kGuardCount * 4;

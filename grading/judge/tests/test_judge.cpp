@@ -75,6 +75,33 @@ TEST_F(Judge, WrongNonceFailsClosed) {
   expect_no_process_left();
 }
 
+TEST_F(Judge, AHarnessErrorInTheWorkerIsTheSubmissionsNotAHarnessFault) {
+  // the worker's process is the submission's: what the grader's code in it reports is charged to the
+  // case (a crash), the grade is complete (exit 1, not 3), nothing is called a harness fault
+  const Result r = judge(worker("--mode harness_error_on=1"), "");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 1) << r.err;
+  expect_valid(r.results, dir_);
+  EXPECT_EQ(r.results["outcome"], "graded");
+  const json& c = case_of(r.results, "hs.int32.n10");
+  EXPECT_EQ(c["status"], "crash");
+  EXPECT_TRUE(contains(c["message"], "the case buffers did not arrive")) << c["message"];
+  EXPECT_FALSE(contains(c["message"], "please report")) << c["message"];
+  expect_others_pass(r.results, {"hs.int32.n10"});
+  expect_no_process_left();
+}
+
+TEST_F(Judge, AProcessBrokenByAnotherSlotIsNotChargedToTheNextSlot) {
+  // after a hillis_steele case the fake's harness cannot run any other slot's case: each of those
+  // runs again in a fresh process (where it passes), so no slot pays for another slot's code
+  const Result r = judge(worker("--mode breaks_after=hillis_steele"), "");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_valid(r.results, dir_);
+  expect_others_pass(r.results, {});
+  expect_no_process_left();
+}
+
 TEST_F(Judge, UnknownStageLineFailsClosed) {
   const Result r = judge(worker("--mode bad_stage=3 --stage"), "");
   ASSERT_TRUE(r.written) << r.err;
