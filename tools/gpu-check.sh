@@ -18,9 +18,11 @@
 #      secret in no output, no process or loot left) and what the sandbox costs (tools/bench_sandbox.py)
 #   7. (bench) the batch benchmark: 100 submissions made from the gallery (tools/bench_batch.py),
 #      wall time and where it went, every copy's verdicts compared with its gallery entry's
-#   tools/gpu-check.sh [all|core|gallery|batch|final|bench]
+#   8. (repro) the timing tests on the GPU (fresh input per call, the paired reference), what the fresh
+#      input costs, and tools/bench_repro.py: one submission as 16 copies in a class and 5 times alone
+#   tools/gpu-check.sh [all|core|gallery|batch|final|bench|repro]   (REFERENCE_BENCH=0 skips the reference scans)
 #      core: 1-4; gallery: 1 and 5; batch: 1 and 6; final: 1-4 and 6; bench: 1 and 7;
-#      all: 1-5 (default)
+#      repro: 1 and 8; all: 1-5 (default)
 # Prints a summary last; logs and results go to $OUT (default: build-gpu/logs).
 # Needs: nvcc, cmake, GoogleTest; nlohmann/json installed or in .deps/include/nlohmann/; bubblewrap
 # installed or unpacked in .deps/bwrap-root/ (apt-get download bubblewrap && dpkg -x ... .deps/bwrap-root).
@@ -28,12 +30,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=build-gpu
 PHASE=${1:-all}
-case "$PHASE" in all|core|gallery|batch|final|bench) ;; *) echo "usage: $0 [all|core|gallery|batch|final|bench]" >&2; exit 2;; esac
+case "$PHASE" in all|core|gallery|batch|final|bench|repro) ;; *) echo "usage: $0 [all|core|gallery|batch|final|bench|repro]" >&2; exit 2;; esac
 run_core() { [ "$PHASE" = all ] || [ "$PHASE" = core ] || [ "$PHASE" = final ]; }
 run_gallery() { [ "$PHASE" = all ] || [ "$PHASE" = gallery ]; }
 run_batch() { [ "$PHASE" = batch ] || [ "$PHASE" = final ]; }
 run_bench() { [ "$PHASE" = bench ]; }
-ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=- exploits_rc=- bench_rc=-
+run_repro() { [ "$PHASE" = repro ]; }
+ctest_rc=- selftest_rc=- student_rc=- demo_rc=- gallery_rc=- batch_rc=- verdicts_rc=- exploits_rc=- bench_rc=- repro_rc=-
 output_check_rc=- single_rc=- reference_rc=- fidelity_rc=-
 LOGS=${OUT:-$BUILD/logs}
 mkdir -p "$LOGS"
@@ -101,7 +104,7 @@ cp -r grading/gallery/correct_kogge_stone grading/gallery/wrong_modifies_input "
 secret_dir=/tmp/scangrade-exploit-secret   # where exploit_include_secret looks for it
 mkdir -p "$secret_dir" && secret="sg-secret-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 echo "$secret" > "$secret_dir/secret.txt" && chmod 600 "$secret_dir/secret.txt"
-rm -f /tmp/scangrade-loot* /dev/shm/scangrade-loot*
+rm -f /tmp/scangrade-loot* /dev/shm/scangrade-loot* /tmp/scangrade-pwned*
 python3 grading/batch.py "$LOGS/class" --out "$LOGS/batch" --backend gpu --build-dir "$BUILD" \
   --budget-s 150 --formats all --sandbox require --suite testcases/public.json \
   --hidden-suite testcases/hidden.example.json --secret-file "$secret_dir/secret.txt" >"$LOGS/batch.log" 2>&1
@@ -122,12 +125,15 @@ sleep 3   # the attackers' daemons would strike now
   leaked=$(grep -rl -- "$secret" "$LOGS/batch" "$LOGS/batch-exploits" 2>/dev/null | wc -l)
   left=$(pgrep -c -x sg-exploit-bomb || true)
   loot=$(ls /tmp/scangrade-loot* /dev/shm/scangrade-loot* 2>/dev/null | wc -l)
+  pwned=$(ls -d /tmp/scangrade-pwned* 2>/dev/null | wc -l)   # files the judge was made to create
   forged=$(find "$LOGS/batch" "$LOGS/batch-exploits" -name forged-by-exploit | wc -l)
   rows=$(($(wc -l < "$LOGS/batch/gradebook.csv") + $(wc -l < "$LOGS/batch-exploits/gradebook.csv") - 2))
   students=$(($(ls "$LOGS/class" | wc -l) + $(ls "$LOGS/class-exploits" | wc -l)))
   echo "exploit checks: gradebook rows $rows/$students, files holding the secret $leaked," \
-       "sg-exploit-bomb processes left $left, loot files $loot, forged marker files $forged"
-  [ "$leaked" = 0 ] && [ "${left:-0}" = 0 ] && [ "$loot" = 0 ] && [ "$forged" = 0 ] && [ "$rows" = "$students" ]
+       "sg-exploit-bomb processes left $left, loot files $loot, forged marker files $forged," \
+       "files made outside the sandbox $pwned"
+  [ "$leaked" = 0 ] && [ "${left:-0}" = 0 ] && [ "$loot" = 0 ] && [ "$forged" = 0 ] && [ "$pwned" = 0 ] &&
+    [ "$rows" = "$students" ]
 } >"$LOGS/exploits.log" 2>&1
 exploits_rc=$?
 rm -rf "$secret_dir"
@@ -136,7 +142,17 @@ python3 tools/bench_sandbox.py --backend gpu --build-dir "$BUILD" -n 30 -r "${SA
   --json "$LOGS/sandbox-cost.json" >"$LOGS/sandbox-cost.log" 2>&1
 fi
 
-if run_core; then
+if run_repro; then
+step "timing: fresh input per call, paired reference (pytest), its cost, the ratio's reproducibility"
+python3 -m pytest -q -p no:cacheprovider grading/tests/test_gpu_timing.py >"$LOGS/gpu-timing.log" 2>&1
+repro_rc=$?
+"$BUILD/scangrade_bench_fresh_input" >"$LOGS/fresh-input.log" 2>&1 || repro_rc=1
+python3 tools/bench_repro.py "${REPRO_SUBMISSION:-grading/gallery/correct_recursive_malloc_async}" --backend gpu \
+  --build-dir "$BUILD" --copies "${REPRO_COPIES:-16}" --alone "${REPRO_ALONE:-5}" --work "$BUILD/repro" \
+  >"$LOGS/repro.log" 2>&1 || repro_rc=1
+fi
+
+if run_core && [ "${REFERENCE_BENCH:-1}" != 0 ]; then
 step "reference scans against the copy and CUB (tools/bench_reference.py)"
 python3 tools/bench_reference.py --build-dir "$BUILD" --out "$LOGS/reference" --rounds 3 >"$LOGS/reference.log" 2>&1 &&
   python3 tools/bench_reference.py --build-dir "$BUILD" --out "$LOGS/reference" --parts --n 2^24,2^26,2^28 --dtype int32 \
@@ -183,8 +199,8 @@ if run_core; then
   sed -n '/^ScanGrade summary/,$p' "$LOGS/student.log" | head -6
   sed -n '/^ScanGrade results/,$p' "$LOGS/demo.log"
   grep -E "tests passed" "$LOGS/ctest.log" | sed 's/^/ctest: /'
-  grep -v "^details" "$LOGS/reference.log"
-  tail -n +2 "$LOGS/reference-parts.log"
+  grep -v "^details" "$LOGS/reference.log" 2>/dev/null
+  tail -n +2 "$LOGS/reference-parts.log" 2>/dev/null
 fi
 run_gallery && cat "$LOGS/gallery.log" "$LOGS/fidelity.log"
 if run_batch; then
@@ -192,16 +208,20 @@ if run_batch; then
   cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv" | column -s, -t 2>/dev/null || cut -d, -f1,4,11-13 "$LOGS/batch/gradebook.csv"
   cat "$LOGS/batch-verdicts.log" "$LOGS/exploits.log" "$LOGS/sandbox-cost.log"
 fi
+if run_repro; then
+  tail -3 "$LOGS/gpu-timing.log" | sed 's/^/gpu timing tests: /'
+  cat "$LOGS/fresh-input.log" "$LOGS/repro.log"
+fi
 if run_bench; then
   grep -E "tests passed|tests failed" "$LOGS/output-check.log" | sed 's/^/output check (device vs host rule): /'
   cat "$LOGS/single-phases.txt"
   cat "$LOGS/bench.log" "$LOGS/bench-machine.txt"
 fi
-printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s reference=%s fidelity=%s\n' \
+printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s reference=%s fidelity=%s repro=%s\n' \
   "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$exploits_rc" "$bench_rc" \
-  "$output_check_rc" "$single_rc" "$reference_rc" "$fidelity_rc"
+  "$output_check_rc" "$single_rc" "$reference_rc" "$fidelity_rc" "$repro_rc"
 ok() { [ "$1" = 0 ] || [ "$1" = - ]; }
 ok "$ctest_rc" && ok "$selftest_rc" && ok "$demo_rc" && ok "$gallery_rc" && ok "$batch_rc" && ok "$verdicts_rc" &&
   ok "$exploits_rc" &&
-  ok "$bench_rc" && ok "$output_check_rc" && ok "$single_rc" && ok "$reference_rc" && ok "$fidelity_rc" &&
+  ok "$bench_rc" && ok "$repro_rc" && ok "$output_check_rc" && ok "$single_rc" && ok "$reference_rc" && ok "$fidelity_rc" &&
   { ! run_core || grep -q "NOT IMPLEMENTED" "$LOGS/student.log"; }
