@@ -409,9 +409,9 @@ Exchange Session::exchange_once(WorkerProcess& w, const Command& cmd, double dea
   }
   if (!harness_error.empty()) {
     x.kind = Exchange::Harness;
-    x.message = "the grader's code in the submission's process could not run the case: " + harness_error +
-                " (that process is the submission's: its memory, its CUDA context and any function it replaces "
-                "are in play; the same harness passes its own tests with the reference solution)";
+    x.message = std::string(kInterfered) + "the grader's code in its process could not run the case: " +
+                harness_error + " (that process is the submission's: its memory, descriptors, CUDA context and any "
+                "function it replaces are in play; the same harness passes its own tests with the reference solution)";
     return x;
   }
   x.kind = Exchange::Reply;
