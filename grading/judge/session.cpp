@@ -256,6 +256,15 @@ bool Session::ensure_worker(CaseResult& r) {
   std::optional<Hello> h;
   Status status;
   std::string problem = read_hello(*worker_, hello_deadline_s(false), log_, log_from, h, status);
+  if (problem.empty() && o_.backend == "gpu" && !h->monitor.empty()) {
+    // the run-time policy cannot watch this process: it fails closed (a worker that says so falsely
+    // loses only its own cases; a machine without CUPTI shows it on every submission, the reference's too)
+    worker_->kill_group();
+    status = Status::Crash;
+    problem = std::string(kInterfered) + "the grader's policy monitor could not watch its process (" + h->monitor +
+              "), and on the GPU no case is graded unwatched (if every submission shows this, the grading "
+              "machine's CUPTI does not work: please report)";
+  }
   if (problem.empty()) {
     hello_ = h;
     failed_starts_ = 0;

@@ -28,6 +28,7 @@
 //   breaks_after=SLOT   once it has run a check of SLOT, replies to every later check of another slot
 //                    with a harness_error (a slot that broke its process's state for the next slot)
 //
+// --monitor-off WHY: its hello says the policy monitor is off, for that reason.
 // --relink-log TARGET / --hardlink-log TARGET: before its hello, replaces the file its stdout goes to
 // (found through /proc/self/fd/1) by a symbolic / hard link to TARGET and prints what happened, then
 // behaves as its mode says (a worker that tries to make the judge write or read another file).
@@ -131,7 +132,7 @@ std::string lock_state(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string dir, pid_dir, dump_dir, probe_lock, relink_log, hardlink_log;
+  std::string dir, pid_dir, dump_dir, probe_lock, relink_log, hardlink_log, monitor_off;
   Misbehaviour mode;
   double ratio = 1.0;
   bool stage = false;
@@ -144,6 +145,7 @@ int main(int argc, char** argv) {
     else if (a == "--probe-lock") probe_lock = next();
     else if (a == "--stage") stage = true;
     else if (a == "--relink-log") relink_log = next();
+    else if (a == "--monitor-off") monitor_off = next();
     else if (a == "--hardlink-log") hardlink_log = next();
     else if (a == "--ratio") ratio = std::stod(next());
     else if (a == "--mode") {
@@ -176,7 +178,9 @@ int main(int argc, char** argv) {
     std::printf("PASS all cases\n{\"k\": 1, \"status\": \"pass\", \"points\": 1000}\n");
     std::fflush(stdout);
   }
-  write_line(kReplyFd, encode(Hello{"fake CPU worker", "", "", ""}));
+  Hello hello{"fake CPU worker", "", "", ""};
+  hello.monitor = monitor_off;
+  write_line(kReplyFd, encode(hello));
   if (mode.name == "exit_early" && mode.k < 0) return 0;
 
   std::unique_ptr<Mapped> timed;         // time_begin .. time_end

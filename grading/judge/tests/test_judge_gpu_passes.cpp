@@ -250,4 +250,19 @@ exit 0
 }
 
 }  // namespace
+TEST_F(Judge, AWorkerThePolicyMonitorCannotWatchIsNotGraded) {
+  // on the GPU the run-time policy watches every checked call: a worker whose monitor is off (another
+  // subscriber came first, or the worker says so) fails closed, every case a crash, nothing passes
+  const Result r = judge(worker("--mode ok --monitor-off 'CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED'"),
+                         "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(r.code, 1) << r.err;
+  expect_valid(r.results, dir_);
+  for (const json& c : r.results["cases"]) {
+    EXPECT_EQ(c["status"], "crash") << c["id"];
+    EXPECT_TRUE(contains(c["message"], "policy monitor could not watch")) << c["message"];
+  }
+  EXPECT_EQ(r.results["score"]["points"], 0);
+}
+
 }  // namespace scangrade::grader
