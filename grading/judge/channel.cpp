@@ -15,6 +15,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "protocol.h"
+
 namespace scangrade::grader {
 namespace {
 
@@ -45,16 +47,6 @@ std::string random_suffix() {
   return s;
 }
 
-bool write_all(int fd, const char* p, std::size_t left) {
-  while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    left -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -154,7 +146,7 @@ std::string Channel::write_io(const std::string& name, const void* data, std::si
   const std::string tmp = "." + name + "." + random_suffix();
   const int fd = ::openat(io_fd_, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot make " + io_ + "/" + tmp + ": " + std::strerror(errno);
-  const bool ok = write_all(fd, static_cast<const char*>(data), bytes);
+  const bool ok = write_all(fd, data, bytes);
   const int e = errno;
   if (::close(fd) != 0 || !ok) {
     ::unlinkat(io_fd_, tmp.c_str(), 0);

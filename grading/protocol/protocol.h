@@ -57,6 +57,25 @@ std::vector<Part> output_parts(RunRecord<T>& run) {
   return {part(run.output), part(run.guard_before), part(run.guard_after), part(run.input_after)};
 }
 
+/// Writes every byte to fd (retrying short and interrupted writes). False when it cannot (errno says why).
+inline bool write_all(int fd, const void* data, std::size_t bytes) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t w = ::write(fd, p, bytes);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    bytes -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+/// Writes one whole line to fd. False when the reader is gone.
+inline bool write_line(int fd, std::string line) {
+  line += '\n';
+  return write_all(fd, line.data(), line.size());
+}
+
 /// Writes the parts, in order, to `path` through a temporary name and a rename (readers never see
 /// half a file). The temporary file is new (O_EXCL, no link followed, named after this process and
 /// a counter): nothing already at a name can redirect the write. Returns "" or what went wrong.
@@ -67,19 +86,11 @@ inline std::string write_parts_atomic(const std::string& path, const std::vector
   if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
   if (mode != 0600) (void)!::fchmod(fd, mode);  // whatever the umask
   for (const Part& part : parts) {
-    const char* p = static_cast<const char*>(part.data);
-    std::size_t left = part.bytes;
-    while (left > 0) {
-      const ssize_t w = ::write(fd, p, left);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) {
-        const std::string why = std::strerror(errno);
-        ::close(fd);
-        ::unlink(tmp.c_str());
-        return "cannot write " + tmp + ": " + why;
-      }
-      p += w;
-      left -= static_cast<std::size_t>(w);
+    if (!write_all(fd, part.data, part.bytes)) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return "cannot write " + tmp + ": " + why;
     }
   }
   if (::close(fd) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -164,19 +175,6 @@ inline void reuse_large_buffers() {
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
-/// Writes one whole line to fd (retrying short writes). False when the reader is gone.
-inline bool write_line(int fd, std::string line) {
-  line += '\n';
-  const char* p = line.data();
-  std::size_t left = line.size();
-  while (left > 0) {
-    const ssize_t w = ::write(fd, p, left);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    left -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
+
 
 }  // namespace scangrade::grader
