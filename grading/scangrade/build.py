@@ -52,13 +52,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import policy
-from .submission import Submission, load_submission
+from .submission import COMPILER_SAFE, Submission, load_submission
 from .vocab import SLOT_FILES, SLOTS
 
 COMPILE_TIMEOUT_S = 120
@@ -555,20 +556,34 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
           timeout: float = COMPILE_TIMEOUT_S, link_timeout: float = LINK_TIMEOUT_S,
           budget_s: float | None = COMPILE_BUDGET_S, max_helpers: int = MAX_HELPER_FILES) -> BuildResult:
     """Compile and link; write <out>/build.json; return the result (worker set when linked)."""
-    start = time.monotonic()
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if COMPILER_SAFE.fullmatch(str(out)):
+        return _build(sub, recipe, out, out, jobs, timeout, link_timeout, budget_s, max_helpers)
+    # an output folder whose path the compilers cannot take (a quote, a line break: the compiler's
+    # include tree is one path a line) compiles in a private folder; the worker and build.json still
+    # go to `out`
+    work = Path(tempfile.mkdtemp(prefix="scangrade-build-"))
+    try:
+        return _build(sub, recipe, out, work, jobs, timeout, link_timeout, budget_s, max_helpers)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _build(sub: Submission, recipe: Recipe, out: Path, work: Path, jobs: int | None, timeout: float,
+           link_timeout: float, budget_s: float | None, max_helpers: int) -> BuildResult:
+    start = time.monotonic()
     if sub.layout_error or sub.student_dir is None or sub.root is None:
         return write_layout_error(out, sub.layout_error or "no student/ folder")
     jobs = jobs or os.cpu_count() or 1
     root, include_dir = sub.root, sub.student_dir
 
     # round 1: the student's files, and stubs for the missing slots
-    units = [Unit(f"student/{p.name}", Path("student") / p.name, out / "obj" / "student" / f"{p.stem}.o", slot)
+    units = [Unit(f"student/{p.name}", Path("student") / p.name, work / "obj" / "student" / f"{p.stem}.o", slot)
              for slot, p in sub.slot_files.items()]
-    units += [Unit(f"student/{p.name}", Path("student") / p.name, out / "obj" / "student" / f"{p.stem}.o", None)
+    units += [Unit(f"student/{p.name}", Path("student") / p.name, work / "obj" / "student" / f"{p.stem}.o", None)
               for p in sub.helper_files]
-    units += [_stub_unit(s, f"student/{SLOT_FILES[s]} is missing", out) for s in sub.missing_slots]
+    units += [_stub_unit(s, f"student/{SLOT_FILES[s]} is missing", work) for s in sub.missing_slots]
     helpers_over = len(sub.helper_files) > max_helpers
     if helpers_over:
         # too many helper files: none is compiled (each would fail every slot anyway)
@@ -598,8 +613,8 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
 
     # round 2: stubs for the slots that failed or broke a rule
     stubs = {u.slot: u for u in units if u.stub}
-    extra = [_stub_unit(s, f"student/{SLOT_FILES[s]} did not compile", out) for s in failed]
-    extra += [_stub_unit(s, f"student/{SLOT_FILES[s]} breaks a rule of the assignment", out) for s in policy_stubbed]
+    extra = [_stub_unit(s, f"student/{SLOT_FILES[s]} did not compile", work) for s in failed]
+    extra += [_stub_unit(s, f"student/{SLOT_FILES[s]} breaks a rule of the assignment", work) for s in policy_stubbed]
     _compile_all(recipe, extra, include_dir, root, jobs, timeout)
     stubs.update({u.slot: u for u in extra})
     stub_failures += [u for u in extra if not u.ok]
@@ -653,7 +668,7 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
             and u.slot not in violations}
     helpers = [u for u in units if u.slot is None] if not (helpers_failed or helper_violation) else []
     worker = out / "worker"
-    linked = out / "obj" / "worker"   # the link writes only under obj/ (its sandbox's one writable folder)
+    linked = work / "obj" / "worker"   # the link writes only under obj/ (its sandbox's one writable folder)
 
     def objects_for(real: set[str]) -> list[Path]:
         objs = [good[s].obj if s in real else stubs[s].obj for s in SLOTS]
@@ -661,14 +676,14 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
 
     def link(real: set[str]) -> Run:
         return run_tool(recipe.link_command(objects_for(real), linked), root, link_timeout, recipe.confine, [],
-                        [out / "obj"])
+                        [work / "obj"])
 
     link_run = link(set(good))
     if not link_run.ok:
         # find which slots break the link: each alone with stubs elsewhere
         sections.append(f"== link failed ==\n{normalize_log(link_run.output, root)}")
         stubs_needed = [s for s in good if s not in stubs]
-        extra = [_stub_unit(s, f"student/{SLOT_FILES[s]} did not link", out) for s in stubs_needed]
+        extra = [_stub_unit(s, f"student/{SLOT_FILES[s]} did not link", work) for s in stubs_needed]
         _compile_all(recipe, extra, include_dir, root, jobs, timeout)
         stubs.update({u.slot: u for u in extra})
         if any(not u.ok for u in extra):
@@ -687,7 +702,7 @@ def build(sub: Submission, recipe: Recipe, out: Path, jobs: int | None = None,
             sections.append(f"== link with stubs only failed: harness problem ==\n{link_run.output}")
             result.harness_errors.append("the worker does not link even with stubs: the toolchain is broken")
     if link_run.ok and linked.is_file() and not linked.is_symlink():
-        os.replace(linked, worker)
+        shutil.move(str(linked), str(worker))
         result.worker = worker
     result.log = trim_log(sections)
     result.seconds = time.monotonic() - start

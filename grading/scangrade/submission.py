@@ -491,7 +491,7 @@ def _scan_student_dir(sub: Submission) -> None:
 # what a path handed to the compilers may hold: nvcc writes the source's absolute path into the PTX
 # between quotes (a quote there stops ptxas) and passes -o and source paths through a shell ($ and `
 # expand); anything else in the folder's path is graded from a private copy (_stage)
-_COMPILER_SAFE = re.compile(r"[\w./+,:=@%~ '-]*")
+COMPILER_SAFE = _COMPILER_SAFE = re.compile(r"[\w./+,:=@%~ '-]*")
 
 
 def _stage(sub: Submission, workdir: Path | None) -> None:

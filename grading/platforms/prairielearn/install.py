@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
-SOURCE_FILES = ["testcases/public.json", "harness/emulation/rewrite.py"]
+SOURCE_FILES = ["testcases/public.json", "harness/emulation/rewrite.py", "grading/policy_rules.json"]
 SOURCE_GLOBS = ["grading/*.py", "grading/results.schema.json", "grading/schemas/*.json", "student/*.cu",
                 "harness/include/**/*", "harness/emulation/include/**/*", "grading/scangrade/**/*.py",
                 "grading/platforms/README.md", "grading/platforms/prairielearn/*"]
