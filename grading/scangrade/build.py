@@ -117,6 +117,7 @@ class Run:
 
 
 SANDBOX_TIMEOUT = 124   # scangrade_sandbox: the command ran past --timeout-s
+KILLED = (-signal.SIGKILL, 128 + signal.SIGKILL)   # a tool killed by SIGKILL, directly or in the sandbox
 COMPILE_NICENESS = 10   # compiles, rewrites and links run below the judges' priority (run_tool)
 NICE = shutil.which("nice")
 
@@ -421,6 +422,11 @@ def _compile_unit(recipe: Recipe, unit: Unit, include_dir: Path, cwd: Path, time
                    if include_dir.is_absolute() and include_dir.is_relative_to(cwd) else include_dir)
     for cmd in recipe.compile_steps(unit.source, unit.obj, include_arg):
         r = run_tool(cmd, cwd, limit, recipe.confine, [include_dir, source.parent], [unit.obj.parent])
+        if r.returncode in KILLED:
+            # killed from outside (the machine's out-of-memory killer under a batch's load), not by the
+            # compiler's verdict: once more before the file is called broken
+            seconds += r.seconds
+            r = run_tool(cmd, cwd, limit, recipe.confine, [include_dir, source.parent], [unit.obj.parent])
         seconds += r.seconds
         lines, shown = policy.split_include_tree(r.output)
         tree += lines

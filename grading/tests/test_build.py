@@ -407,6 +407,26 @@ def test_a_stub_that_failed_silently_once_is_compiled_again(tmp_path, fake_build
     assert result.worker is not None
 
 
+def test_a_compile_killed_from_outside_is_run_again(tmp_path, fake_build_dir):
+    """A compiler killed by SIGKILL (the out-of-memory killer under a batch's load) is not the
+    student's compile error: the file is compiled once more."""
+    toolchain_path = fake_build_dir / "grading" / "toolchain.json"
+    toolchain = json.loads(toolchain_path.read_text())
+    killed = tmp_path / "tools" / "killedcc"
+    killed.write_text("#!/bin/sh\n"
+                      "for a in \"$@\"; do case \"$a\" in */student/hillis_steele.cu|student/hillis_steele.cu)\n"
+                      f"  [ -e {tmp_path}/killed-once ] || {{ touch {tmp_path}/killed-once; kill -9 $$; }};; esac; done\n"
+                      f"exec {toolchain['nvcc']} \"$@\"\n")
+    killed.chmod(0o755)
+    toolchain["nvcc"] = str(killed)
+    toolchain_path.write_text(json.dumps(toolchain))
+    sub = make_submission(tmp_path / "s", {"student/hillis_steele.cu": GOOD})
+    result, doc = run_build(sub, fake_build_dir, tmp_path / "out")
+    assert (tmp_path / "killed-once").exists(), "the fake compiler never ran on the slot file"
+    assert doc["status"] == "ok" and doc["failed_slots"] == [], doc["log"]
+    assert result.worker is not None
+
+
 def test_scan_object_does_not_read_again_after_a_timeout(tmp_path, monkeypatch):
     recipe, obj, _ = _fake_nm(tmp_path, failures=0)
     calls = []
