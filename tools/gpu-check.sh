@@ -19,7 +19,8 @@
 #   7. (bench) the batch benchmark: 100 submissions made from the gallery (tools/bench_batch.py),
 #      wall time and where it went, every copy's verdicts compared with its gallery entry's
 #   8. (repro) the timing tests on the GPU (fresh input per call, the paired reference), what the fresh
-#      input costs, and tools/bench_repro.py: one submission as 16 copies in a class and 5 times alone
+#      input costs, and tools/bench_repro.py: one submission as 16 copies in a class and 5 times alone,
+#      then tools/bench_timing_causes.py: the ratio's noise under each cause varied alone (<= 4 min)
 #   tools/gpu-check.sh [all|core|gallery|batch|final|bench|repro]   (REFERENCE_BENCH=0 skips the reference scans)
 #      core: 1-4; gallery: 1 and 5; batch: 1 and 6; final: 1-4 and 6; bench: 1 and 7;
 #      repro: 1 and 8; all: 1-5 (default)
@@ -150,6 +151,9 @@ repro_rc=$?
 python3 tools/bench_repro.py "${REPRO_SUBMISSION:-grading/gallery/correct_recursive_malloc_async}" --backend gpu \
   --build-dir "$BUILD" --copies "${REPRO_COPIES:-16}" --alone "${REPRO_ALONE:-5}" --work "$BUILD/repro" \
   >"$LOGS/repro.log" 2>&1 || repro_rc=1
+python3 tools/bench_timing_causes.py "${REPRO_SUBMISSION:-grading/gallery/correct_recursive_malloc_async}" \
+  --backend gpu --build-dir "$BUILD" --runs "${CAUSES_RUNS:-3}" --max-s "${CAUSES_MAX_S:-240}" \
+  --work "$BUILD/causes" >"$LOGS/causes.log" 2>&1 || repro_rc=1
 fi
 
 if run_core && [ "${REFERENCE_BENCH:-1}" != 0 ]; then
@@ -210,7 +214,7 @@ if run_batch; then
 fi
 if run_repro; then
   tail -3 "$LOGS/gpu-timing.log" | sed 's/^/gpu timing tests: /'
-  cat "$LOGS/fresh-input.log" "$LOGS/repro.log"
+  cat "$LOGS/fresh-input.log" "$LOGS/repro.log" "$LOGS/causes.log"
 fi
 if run_bench; then
   grep -E "tests passed|tests failed" "$LOGS/output-check.log" | sed 's/^/output check (device vs host rule): /'

@@ -27,6 +27,35 @@ inline bool fresh_values(ValueKind v) {
   return v == ValueKind::Random || v == ValueKind::Real || v == ValueKind::Large;
 }
 
+/// The largest magnitude an element of kind `values` can have (InputDraw below): random is an
+/// integer in [-100, 100], real a float in [-1, 1), large real x 2^100 for float, below INT32_MAX
+/// for int32.
+SCANGRADE_HD inline double max_magnitude(ValueKind values) {
+  switch (values) {
+    case ValueKind::Random: return 100.0;
+    case ValueKind::Real: return 1.0;
+    case ValueKind::Large: return 0x1p100;  // float; int32 `large` has an exact band
+    case ValueKind::Zeros: return 0.0;
+    case ValueKind::Ones:
+    case ValueKind::Alternating: return 1.0;
+  }
+  return 0x1p100;
+}
+
+/// True when every float element of kind `values` is an integer: random, zeros, ones, alternating,
+/// and large (a multiple of 2^-23 times 2^100); real is not (its rare integer elements only make
+/// the rule's band wider than needed, never narrower).
+SCANGRADE_HD inline bool integer_values(ValueKind values) { return values != ValueKind::Real; }
+
+/// The terms' magnitude sum of a fresh float input's prefix of `terms` elements, bounded from
+/// the generator's parameters: at most terms x max_magnitude. The fresh band uses it in place of
+/// the exact sum (tolerance::bound grows with the sum and is 0 only for all-integer terms, so the
+/// bounded band holds the exact rule's band: an honest result inside the one is inside the other),
+/// which leaves one float64 sum per element to scan instead of three values.
+SCANGRADE_HD inline double fresh_abs_sum_bound(ValueKind values, std::size_t terms) {
+  return static_cast<double>(terms) * max_magnitude(values);
+}
+
 /// Element i of an input of `n` elements of kind `values` drawn from `seed` (the generator's stream
 /// seed: inputs.h's input_stream_seed for a case's own input, a random one for a fresh input).
 template <typename T>

@@ -75,22 +75,25 @@ __global__ void generate_kernel(InputDraw<T> draw, T* in, std::size_t n) {
     in[i] = draw(i);
 }
 
-/// A fresh float input's terms as the band's scan reads them: drawn again from the seed.
-struct DrawnPrefix {
+/// A fresh float input's terms as the band's scan reads them: drawn again from the seed, widened.
+struct DrawnValue {
   InputDraw<float> draw;
-  __device__ Prefix operator()(std::size_t i) const { return PrefixOf{}(draw(i)); }
+  __device__ double operator()(std::size_t i) const { return draw(i); }
 };
 
-/// The band's scan output: prefix i becomes the band's ends at i (float_band_kernel's rule).
-struct WriteFloatBand {
+/// The fresh band's scan output: float64 prefix sum i becomes the band's ends at i, by the rule of
+/// float_band_kernel with the magnitude sum bounded from the generator (fresh_abs_sum_bound) and
+/// the kind's integer property known in advance (integer_values).
+struct WriteFreshFloatBand {
   float* lo;
   float* hi;
   bool inclusive;
-  __device__ void operator()(std::ptrdiff_t at, const Prefix& p) const {
-    const std::size_t i = static_cast<std::size_t>(at);
-    const double tol = tolerance::bound(inclusive ? i + 1 : i, p.abs_sum, p.non_integers == 0);
-    lo[i] = nextafterf(static_cast<float>(p.sum - tol), -INFINITY);
-    hi[i] = nextafterf(static_cast<float>(p.sum + tol), INFINITY);
+  ValueKind values;
+  __device__ void operator()(std::ptrdiff_t at, double sum) const {
+    const std::size_t i = static_cast<std::size_t>(at), terms = inclusive ? i + 1 : i;
+    const double tol = tolerance::bound(terms, fresh_abs_sum_bound(values, terms), integer_values(values));
+    lo[i] = nextafterf(static_cast<float>(sum - tol), -INFINITY);
+    hi[i] = nextafterf(static_cast<float>(sum + tol), INFINITY);
   }
 };
 
@@ -261,9 +264,11 @@ void fresh_input_and_band_on_device<float>(ValueKind values, std::uint64_t seed,
   generate_kernel<float><<<grid_for(n), kThreads, 0, stream>>>(draw, d_in, n);
   check(cudaGetLastError(), "launching the input generator");
   const bool inclusive = kind == ScanKind::Inclusive;
-  device_scan(thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), DrawnPrefix{draw}),
-              thrust::make_tabulate_output_iterator(WriteFloatBand{d_lo, d_hi, inclusive}), n, inclusive,
-              AddPrefixes{}, Prefix{0.0, 0.0, 0ull}, stream);
+  // one float64 sum per element (CUB's single-pass scan of an 8-byte value), not the three-value
+  // prefix of acceptance_band_on_device: the magnitude sum and the integer flag come from the kind
+  device_scan(thrust::make_transform_iterator(thrust::counting_iterator<std::size_t>(0), DrawnValue{draw}),
+              thrust::make_tabulate_output_iterator(WriteFreshFloatBand{d_lo, d_hi, inclusive, values}), n,
+              inclusive, cuda::std::plus<double>{}, 0.0, stream);
   check(cudaStreamSynchronize(stream), "waiting for the fresh input and its band");
 }
 

@@ -37,7 +37,10 @@ void acceptance_band_on_device(const T* d_in, std::size_t n, ScanKind kind, T* d
 /// it meanwhile changes nothing the band is made of). Two launches: a generator kernel, then one CUB
 /// scan whose input draws the values again and whose output writes the band (no intermediate
 /// array): int32 writes the exact scan to d_lo only (the band of int32 is lo = hi: pass d_lo as both
-/// ends to first_outside); float writes both ends, with the rule of acceptance_band_on_device.
+/// ends to first_outside); float writes both ends, with the rule of acceptance_band_on_device
+/// around a float64 scan of the values, the terms' magnitude sum bounded from the generator
+/// (fresh_input.h, fresh_abs_sum_bound: never narrower than the exact rule's band, about
+/// max_magnitude / mean magnitude wider: 2x for `real`, `random` and `large`).
 /// Device traffic per call: int32 8 bytes per element, float 12. Throws std::runtime_error on a
 /// CUDA error.
 template <typename T>

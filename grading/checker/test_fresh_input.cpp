@@ -2,6 +2,7 @@
 // type and a few sizes, InputDraw from a case's stream seed gives make_input's values element by
 // element, so a fresh input (the same draw from another seed) has the distribution of the case's
 // own. Runs on the host (InputDraw is host and device code).
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -10,6 +11,7 @@
 
 #include "fresh_input.h"
 #include "scangrade/inputs.h"
+#include "scangrade/tolerance.h"
 
 namespace scangrade::grader {
 namespace {
@@ -61,6 +63,41 @@ TEST(FreshInput, AnotherSeedGivesOtherValues) {
     for (std::size_t s = 0; s < 32; ++s) same += a(s * n / 32) == b(s * n / 32);
     EXPECT_LT(same, 32) << name(values);
   }
+}
+
+TEST(FreshInput, TheBoundedFloatBandHoldsTheExactRulesBand) {
+  // the fresh float band (output_check.cu, WriteFreshFloatBand) uses fresh_abs_sum_bound and
+  // integer_values instead of each prefix's own magnitude sum and integer flag: for every kind,
+  // every prefix of a few seeds' inputs, its tolerance is at least the exact rule's, so an honest
+  // result (inside the exact rule's band) is inside the fresh band
+  for (const ValueKind values : {ValueKind::Random, ValueKind::Real, ValueKind::Large, ValueKind::Zeros,
+                                 ValueKind::Ones, ValueKind::Alternating})
+    for (const std::uint64_t seed : {std::uint64_t{1}, std::uint64_t{0x9e3779b97f4a7c15ull}, ~std::uint64_t{0}}) {
+      const std::size_t n = 300000;  // past random's exact start (100 x terms > 2^24 from 167773 terms)
+      const InputDraw<float> draw{values, seed, n};
+      double abs_sum = 0;
+      bool integers = true;
+      std::size_t narrower = 0, over_magnitude = 0, not_integer = 0;
+      for (std::size_t terms = 1; terms <= n; ++terms) {
+        const double x = draw(terms - 1);
+        abs_sum += std::fabs(x);
+        integers = integers && std::nearbyint(x) == x;
+        if (std::fabs(x) > max_magnitude(values)) ++over_magnitude;
+        if (integer_values(values) && std::nearbyint(x) != x) ++not_integer;
+        const double exact = tolerance::bound(terms, abs_sum, integers);
+        const double bounded = tolerance::bound(terms, fresh_abs_sum_bound(values, terms), integer_values(values));
+        if (bounded < exact) ++narrower;
+      }
+      EXPECT_EQ(over_magnitude, 0u) << name(values);
+      EXPECT_EQ(not_integer, 0u) << name(values);
+      EXPECT_EQ(narrower, 0u) << name(values);
+      // and not needlessly wide: within 2.2x of the exact rule at the end (the mean magnitude is
+      // about half the largest for random, real and large)
+      const double exact_end = tolerance::bound(n, abs_sum, integers);
+      if (exact_end > 0)
+        EXPECT_LE(tolerance::bound(n, fresh_abs_sum_bound(values, n), integer_values(values)), 2.2 * exact_end)
+            << name(values);
+    }
 }
 
 }  // namespace

@@ -190,6 +190,19 @@ class Session {
   void policy_finding(const Entry& e, const CheckReply& reply, CaseResult& r);
   /// One timed case's series: the checker's setup from `in`, the worker's calls, the verdict.
   void time_series(const Entry& e, const CachedInput& in, CaseResult& r, nlohmann::json& cache, bool& cache_changed);
+  /// time_series' steps (timing.cpp): the checker's and the worker's setup, the judge's round trip,
+  /// the paired calls, the timing object; each false when the series cannot go on (said in r or errors_).
+  struct Series;
+  bool open_series(Series& s, const CachedInput& in);
+  bool calibrate_series(Series& s);
+  bool run_pairs(Series& s);
+  void record_timing(Series& s);
+  std::optional<Exchange> series_call(Series& s, int j, TimeCallReply& reply, double& wall_ms);
+  bool series_prime(Series& s, int j);
+  void series_failed(Series& s, const Exchange& x);
+  void not_computed(Series& s, int i, std::uint64_t outside);
+  void abandon_series(Series& s);
+  void end_checker_series();
   /// Ends a compute-sanitizer process and reads its report into `run`.
   ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_name,
                       Clock::time_point start, ToolRun run);

@@ -177,13 +177,61 @@ void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_
   if (cached) ::close(in.fd);
 }
 
+/// One timed case's series: what time_series' steps share.
+struct Session::Series {
+  const Entry& e;
+  CaseResult& r;
+  std::string key;                   // the baseline cache's key
+  std::optional<Baselines> cached;   // the cache's baselines, when it had them
+  Baselines used;                    // the baselines this case reports
+  std::size_t bytes = 0, flush_bytes = 0;
+  bool fresh_input = false;
+  double deadline_s = 0, overhead_ms = 0;
+  timing::BenchVariation variation;  // benchmark-only (timing_method.h); none when grading
+  std::vector<double> event_ms, host_ms, judge_ms, reference_ms, event_ratios;
+};
+
 void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, json& cache, bool& cache_changed) {
-  using namespace timing;
-  const std::string key = baseline_key(checker_->device(), e);
-  const std::optional<Baselines> cached = cached_baselines(cache, key);
+  Series s{e, r, baseline_key(checker_->device(), e), std::nullopt, {}};
+  s.cached = cached_baselines(cache, s.key);
+  s.variation = timing::bench_variation();
+  if (!s.variation.error.empty()) return errors_.push_back("cannot time " + e.c.id + ": " + s.variation.error);
+  if (!open_series(s, in) || !calibrate_series(s) || !run_pairs(s)) return;
+  if (const Exchange x = exchange(*worker_, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, false, log_);
+      x.kind != Exchange::Reply)
+    drop_worker();
+  end_checker_series();
+  record_timing(s);
+  // baselines measured now go to the cache (only positive numbers)
+  // (reference_ms: the reference timed alone, the cap of the paired reference times)
+  const Baselines& used = s.used;
+  if (cache.is_object() && !s.cached && used.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {
+    cache[s.key] = {{"reference_ms", used.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
+                    {"measured_by", o_.submission_name}, {"measured_at", utc_now()}};
+    cache_changed = true;
+  }
+}
+
+void Session::end_checker_series() {
+  try {
+    checker_->request({{"op", "time_end"}}, {});
+  } catch (const std::exception&) {
+  }
+}
+
+void Session::series_failed(Series& s, const Exchange& x) {
+  from_exchange(x, s.r);
+  s.r.message = "the case passed, then failed during the timed repetitions: " + s.r.message;
+  drop_worker();
+  end_checker_series();
+}
+
+bool Session::open_series(Series& s, const CachedInput& in) {
+  const Entry& e = s.e;
   // the checker: pristine input, band, two input/output pairs it owns (and the baselines)
   const auto prepared = Clock::now();
-  const std::size_t n = e.c.n, bytes = n * (e.c.dtype == DType::Float32 ? sizeof(float) : sizeof(std::int32_t));
+  const std::size_t n = e.c.n;
+  s.bytes = n * (e.c.dtype == DType::Float32 ? sizeof(float) : sizeof(std::int32_t));
   std::vector<int> fds;
   json setup;
   try {
@@ -194,28 +242,24 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
                                {"values", std::string(name(e.c.values))},
                                {"n", n},
                                {"offset", in.offset},
-                               {"baselines", !cached.has_value()},
+                               {"baselines", !s.cached.has_value()},
                                {"paired_reference", true}},
                               {in.fd}, &fds);
   } catch (const std::exception& ex) {
-    return errors_.push_back("cannot time " + e.c.id + ": " + ex.what());
+    errors_.push_back("cannot time " + e.c.id + ": " + ex.what());
+    return false;
   }
   SharedBuffers buffers;
   buffers.fds = fds;
   prepare_s_ += seconds_since(prepared);
-  const auto end_checker = [&] {
-    try {
-      checker_->request({{"op", "time_end"}}, {});
-    } catch (const std::exception&) {
-    }
-  };
   if (setup.contains("error") || fds.size() != 4) {
-    end_checker();
-    return errors_.push_back("cannot time " + e.c.id + ": the checker: " + setup.value("error", std::string("no buffers")));
+    end_checker_series();
+    errors_.push_back("cannot time " + e.c.id + ": the checker: " + setup.value("error", std::string("no buffers")));
+    return false;
   }
-  const Baselines used = cached ? *cached : setup.at("baselines").get<Baselines>();
-  const std::size_t flush_bytes = setup.value("flush_bytes", std::size_t{0});
-  const bool fresh_input = setup.value("fresh_input", false);
+  s.used = s.cached ? *s.cached : setup.at("baselines").get<Baselines>();
+  s.flush_bytes = setup.value("flush_bytes", std::size_t{0});
+  s.fresh_input = setup.value("fresh_input", false);
 
   // the worker maps the four buffers
   Command begin = command(Mode::TimeBegin, e);
@@ -223,74 +267,90 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   begin.sizes = setup.at("sizes").get<std::vector<std::uint64_t>>();
   worker_->send_fds(buffers.fds);
   buffers.close();
-  const double deadline_s = case_deadline_s(e.c);
-  // a failure of the student's code during the timed calls: the case no longer passes
-  const auto failed = [&](const Exchange& x) {
-    from_exchange(x, r);
-    r.message = "the case passed, then failed during the timed repetitions: " + r.message;
-    drop_worker();
-    end_checker();
-  };
-  if (const Exchange x = exchange(*worker_, begin, 60 * o_.timeout_scale, false, log_); x.kind != Exchange::Reply)
-    return failed(x);
+  s.deadline_s = case_deadline_s(e.c);
+  if (const Exchange x = exchange(*worker_, begin, 60 * o_.timeout_scale, false, log_); x.kind != Exchange::Reply) {
+    series_failed(s, x);
+    return false;
+  }
+  return true;
+}
 
-  // one call (pair j, or -1: none) bounded by the judge's clock
-  const auto call = [&](int j, TimeCallReply& reply, double& wall_ms) -> std::optional<Exchange> {
-    Command c = command(Mode::TimeCall, e);
-    c.call = j;
-    bool capped = false;
-    const double deadline = cut_at_budget(deadline_s, capped, e.c.slot);
-    const auto t0 = Clock::now();
-    Exchange x = exchange(*worker_, c, deadline, capped, log_);
-    wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (x.kind != Exchange::Reply) return x;
-    try {
-      reply = x.reply.get<TimeCallReply>();
-    } catch (const MessageError& ex) {
-      x.kind = Exchange::Garbled;
-      x.message = std::string("the worker's reply was incomplete or garbled (") + ex.what() + ")";
-      return x;
-    }
-    return std::nullopt;
-  };
+std::optional<Exchange> Session::series_call(Series& s, int j, TimeCallReply& reply, double& wall_ms) {
+  Command c = command(Mode::TimeCall, s.e);
+  c.call = j;
+  bool capped = false;
+  const double deadline = cut_at_budget(s.deadline_s, capped, s.e.c.slot);
+  const auto t0 = Clock::now();
+  Exchange x = exchange(*worker_, c, deadline, capped, log_);
+  wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  if (x.kind != Exchange::Reply) return x;
+  try {
+    reply = x.reply.get<TimeCallReply>();
+  } catch (const MessageError& ex) {
+    x.kind = Exchange::Garbled;
+    x.message = std::string("the worker's reply was incomplete or garbled (") + ex.what() + ")";
+    return x;
+  }
+  return std::nullopt;
+}
+
+bool Session::series_prime(Series& s, int j) {
+  json primed;
+  try {
+    primed = checker_->request({{"op", "prime"}, {"j", j}}, {});
+  } catch (const std::exception& ex) {
+    primed = {{"error", ex.what()}};
+  }
+  if (!primed.contains("error")) return true;
+  errors_.push_back("cannot time " + s.e.c.id + ": the checker: " + primed["error"].get<std::string>());
+  end_checker_series();
+  return false;
+}
+
+bool Session::calibrate_series(Series& s) {
   // the round trip of an empty call: what the judge's clock adds to every call
   // (after the checker's prime, as the real calls: the context switch back to the worker counts)
-  const auto prime = [&](int j) -> bool {
-    json primed;
-    try {
-      primed = checker_->request({{"op", "prime"}, {"j", j}}, {});
-    } catch (const std::exception& ex) {
-      primed = {{"error", ex.what()}};
-    }
-    if (!primed.contains("error")) return true;
-    errors_.push_back("cannot time " + e.c.id + ": the checker: " + primed["error"].get<std::string>());
-    end_checker();
-    return false;
-  };
   std::vector<double> empty_ms;
   for (int i = 0; i < 5; ++i) {
     TimeCallReply reply;
     double wall = 0;
-    if (!prime(i % 2)) return;
-    if (auto x = call(-1, reply, wall)) return failed(*x);
+    if (!series_prime(s, i % 2)) return false;
+    if (auto x = series_call(s, -1, reply, wall)) {
+      series_failed(s, *x);
+      return false;
+    }
     empty_ms.push_back(wall);
   }
-  const double overhead_ms = quantile(empty_ms, 0.5);
+  s.overhead_ms = timing::quantile(empty_ms, 0.5);
+  return true;
+}
 
-  std::vector<double> event_ms, host_ms, judge_ms, reference_ms, event_ratios;
+void Session::abandon_series(Series& s) {
+  end_checker_series();
+  Command end = command(Mode::TimeEnd, s.e);
+  exchange(*worker_, end, 30 * o_.timeout_scale, false, log_);
+}
+
+bool Session::run_pairs(Series& s) {
+  using namespace timing;
+  const Entry& e = s.e;
+  CaseResult& r = s.r;
   const auto series_start = Clock::now();
   for (int i = 0;; ++i) {
     const int j = i % 2;
-    if (!prime(j)) return;
+    if (!series_prime(s, j)) return false;
     TimeCallReply reply;
     double wall = 0;
-    if (auto x = call(j, reply, wall)) return failed(*x);
+    if (auto x = series_call(s, j, reply, wall)) {
+      series_failed(s, *x);
+      return false;
+    }
     if (!reply.error.empty()) {
       r.status = Status::Crash;
       r.message = "the case passed, then failed during the timed repetitions: " + reply.error;
       if (reply.context_broken) drop_worker();
-      end_checker();
-      return;
+      end_checker_series();
+      return false;
     }
     json verified;
     try {
@@ -300,22 +360,13 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
     }
     if (verified.contains("error")) {
       errors_.push_back("cannot time " + e.c.id + ": the checker: " + verified["error"].get<std::string>());
-      end_checker();
-      return;
+      end_checker_series();
+      return false;
     }
     if (!verified["outside"].is_null()) {
-      r.status = Status::Fail;
-      r.message = "the case passed, but a timed call did not compute its result: call " + std::to_string(i + 1) + " (" +
-                  std::to_string(std::min(i, kWarmup)) + " warm-up and " + std::to_string(std::max(0, i - kWarmup)) +
-                  " timed calls before it) left element " + std::to_string(verified["outside"].get<std::uint64_t>()) +
-                  " outside the checked result. Results must be computed on every call: the timed calls get " +
-                  std::string(fresh_input ? "new input values, " : "") +
-                  "fresh, poisoned output buffers at alternating addresses, and a slot that returns a remembered "
-                  "result is not timed";
-      end_checker();
-      Command end = command(Mode::TimeEnd, e);
-      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_);
-      return;
+      not_computed(s, i, verified["outside"].get<std::uint64_t>());
+      abandon_series(s);
+      return false;
     }
     if (i < kWarmup) continue;
     // the paired reference call (the checker made its own warm-up calls at time_setup)
@@ -328,47 +379,57 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
     if (paired.contains("error") || !paired.contains("ms") || !paired["ms"].is_number()) {
       errors_.push_back("cannot time " + e.c.id + ": the checker's reference call: " +
                         paired.value("error", std::string("no time")));
-      end_checker();
-      Command end = command(Mode::TimeEnd, e);
-      exchange(*worker_, end, 30 * o_.timeout_scale, false, log_);
-      return;
+      abandon_series(s);
+      return false;
     }
-    event_ms.push_back(reply.event_ms);
-    host_ms.push_back(reply.host_ms);
-    judge_ms.push_back(std::max(0.0, wall - overhead_ms));
-    reference_ms.push_back(paired["ms"].get<double>());
-    event_ratios.push_back(reply.event_ms > 0 ? reference_ms.back() / reply.event_ms : 0.0);
-    if (ratio_known(event_ratios, seconds_since(series_start))) break;
+    s.event_ms.push_back(reply.event_ms);
+    s.host_ms.push_back(reply.host_ms);
+    s.judge_ms.push_back(std::max(0.0, wall - s.overhead_ms));
+    s.reference_ms.push_back(paired["ms"].get<double>());
+    s.event_ratios.push_back(reply.event_ms > 0 ? s.reference_ms.back() / reply.event_ms : 0.0);
+    if (series_done(s.event_ratios, seconds_since(series_start), s.variation)) return true;
   }
-  if (const Exchange x = exchange(*worker_, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, false, log_);
-      x.kind != Exchange::Reply)
-    drop_worker();
-  end_checker();
+}
 
+void Session::not_computed(Series& s, int i, std::uint64_t outside) {
+  using timing::kWarmup;
+  s.r.status = Status::Fail;
+  s.r.message = "the case passed, but a timed call did not compute its result: call " + std::to_string(i + 1) + " (" +
+                std::to_string(std::min(i, kWarmup)) + " warm-up and " + std::to_string(std::max(0, i - kWarmup)) +
+                " timed calls before it) left element " + std::to_string(outside) +
+                " outside the checked result. Results must be computed on every call: the timed calls get " +
+                std::string(s.fresh_input ? "new input values, " : "") +
+                "fresh, poisoned output buffers at alternating addresses, and a slot that returns a remembered "
+                "result is not timed";
+}
+
+void Session::record_timing(Series& s) {
+  using namespace timing;
   // the worker's own times are evidence; the judge's clock bounds them
-  const double event_median = quantile(event_ms, 0.5), host_median = quantile(host_ms, 0.5);
-  const double judge_median = quantile(judge_ms, 0.5);
+  const double event_median = quantile(s.event_ms, 0.5), host_median = quantile(s.host_ms, 0.5);
+  const double judge_median = quantile(s.judge_ms, 0.5);
   Clocked clocked = host_median > 1.5 * event_median && host_median - event_median > 0.050 ? Clocked::Host
                                                                                             : Clocked::Events;
   const double reported = clocked == Clocked::Host ? host_median : event_median;
   // below 70% of the judge's clock, less 100 us of slack: not what happened (an honest call's
   // reported time is the judge's minus launch and synchronization costs)
   if (reported < 0.7 * judge_median - 0.100) clocked = Clocked::Judge;
-  const std::vector<double>& chosen = clocked == Clocked::Events ? event_ms : clocked == Clocked::Host ? host_ms : judge_ms;
+  const std::vector<double>& chosen =
+      clocked == Clocked::Events ? s.event_ms : clocked == Clocked::Host ? s.host_ms : s.judge_ms;
   const Stats mine = summarize(chosen);
   // the ratio: the median of the paired ratios, with its 95% interval; a paired reference time
   // counts at most kMaxReferenceSlowdown x the reference timed alone (timing_method.h)
+  const Baselines& used = s.used;
   const double cap = used.reference_ms > 0 ? kMaxReferenceSlowdown * used.reference_ms : 0.0;
   int capped = 0;
-  for (double& ms : reference_ms)
+  for (double& ms : s.reference_ms)
     if (cap > 0 && ms > cap) ms = cap, ++capped;
   std::vector<double> ratios;
-  for (std::size_t k = 0; k < chosen.size(); ++k) ratios.push_back(chosen[k] > 0 ? reference_ms[k] / chosen[k] : 0.0);
-  const double ratio = quantile(ratios, 0.5);
+  for (std::size_t k = 0; k < chosen.size(); ++k) ratios.push_back(chosen[k] > 0 ? s.reference_ms[k] / chosen[k] : 0.0);
   const auto [ratio_lo, ratio_hi] = median_interval(ratios);
 
   // bytes read + written over milliseconds: GB/s = bytes / (ms * 1e6)
-  const auto gbps = [bytes](double ms) { return ms > 0 ? 2.0 * static_cast<double>(bytes) / (ms * 1e6) : 0.0; };
+  const auto gbps = [&s](double ms) { return ms > 0 ? 2.0 * static_cast<double>(s.bytes) / (ms * 1e6) : 0.0; };
   Timing t;
   t.median_ms = mine.median_ms;
   t.min_ms = mine.min_ms;
@@ -378,23 +439,17 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   t.gbps = gbps(mine.median_ms);
   t.copy_gbps = gbps(used.copy_ms);
   t.fraction_of_copy = t.copy_gbps > 0 ? t.gbps / t.copy_gbps : 0.0;
-  t.reference_ms = quantile(reference_ms, 0.5);
+  t.reference_ms = quantile(s.reference_ms, 0.5);
   t.cub_ms = used.cub_ms;
-  t.ratio_to_reference = ratio;
+  t.ratio_to_reference = quantile(ratios, 0.5);
   t.ratio_interval = std::make_pair(ratio_lo, ratio_hi);
   t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
-  t.method = method_text(mine.reps, flush_bytes, cached.has_value(), clocked, overhead_ms, fresh_input);
+  t.method = method_text(mine.reps, s.flush_bytes, s.cached.has_value(), clocked, s.overhead_ms, s.fresh_input);
   t.method += "; a paired reference time counts at most " + format("%.2f", kMaxReferenceSlowdown) +
               "x the reference timed alone (" + format("%.3f", used.reference_ms) + " ms; " + std::to_string(capped) +
-              " of " + std::to_string(reference_ms.size()) + " paired reference times were above it)";
-  r.timing = t;
-  // baselines measured now go to the cache (only positive numbers)
-  // (reference_ms: the reference timed alone, the cap of the paired reference times)
-  if (cache.is_object() && !cached && used.reference_ms > 0 && used.cub_ms > 0 && used.copy_ms > 0) {
-    cache[key] = {{"reference_ms", used.reference_ms}, {"cub_ms", used.cub_ms}, {"copy_ms", used.copy_ms},
-                  {"measured_by", o_.submission_name}, {"measured_at", utc_now()}};
-    cache_changed = true;
-  }
+              " of " + std::to_string(s.reference_ms.size()) + " paired reference times were above it)" +
+              describe(s.variation);
+  s.r.timing = t;
 }
 
 }  // namespace scangrade::grader

@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -93,6 +95,81 @@ inline Stats summarize(const std::vector<double>& ms) {
   s.max_ms = *std::max_element(ms.begin(), ms.end());
   s.spread = spread_of(ms);
   return s;
+}
+
+/// Benchmark-only variations of this method, for measuring what each cause of noise contributes
+/// (tools/bench_timing_causes.py). They come from the environment variable SCANGRADE_BENCH_TIMING
+/// of the grader's processes, a comma list of:
+///   default_pool  the worker leaves the runtime's default memory pool as it is (it returns freed
+///                 memory to the driver at every synchronization) instead of the reference's
+///                 configuration (release threshold: all)
+///   no_fresh      the checker restores the case's own input before every call (no fresh values)
+///   fixed_reps=N  the series runs exactly N pairs (1..kMaxReps): no interval rule, no time budget
+///   shift=B       pair 1's input and output start B bytes into their buffers (B a multiple of 256,
+///                 at most 1 MiB), so the two pairs differ in address alignment
+/// Grading never sets it. The judge names the variation in every timing's `method`; the worker and
+/// the checker read it from their own environment (the worker's is the judge's), so a submission
+/// that changes it in its own process only moves its own buffers or pool away from the checker's.
+struct BenchVariation {
+  bool default_pool = false, no_fresh = false;
+  int fixed_reps = 0;      // 0: the interval rule
+  std::size_t shift = 0;   // bytes into pair 1's buffers
+  std::string error;       // a term that is not one of the above (the variation is then ignored)
+  bool any() const { return default_pool || no_fresh || fixed_reps > 0 || shift > 0; }
+};
+
+inline BenchVariation parse_bench_variation(const char* text) {
+  BenchVariation v;
+  if (!text) return v;
+  const std::string all = text;
+  std::size_t start = 0;
+  while (start <= all.size()) {
+    std::size_t end = all.find(',', start);
+    if (end == std::string::npos) end = all.size();
+    const std::string term = all.substr(start, end - start);
+    start = end + 1;
+    if (term.empty()) continue;
+    const auto number = [&term](std::size_t from, unsigned long long max) -> long long {
+      const std::string digits = term.substr(from);
+      if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+        return -1;
+      const unsigned long long value = std::stoull(digits);
+      return value <= max ? static_cast<long long>(value) : -1;
+    };
+    if (term == "default_pool") {
+      v.default_pool = true;
+    } else if (term == "no_fresh") {
+      v.no_fresh = true;
+    } else if (term.rfind("fixed_reps=", 0) == 0 && number(11, kMaxReps) >= 1) {
+      v.fixed_reps = static_cast<int>(number(11, kMaxReps));
+    } else if (term.rfind("shift=", 0) == 0 && number(6, 1 << 20) >= 0 && number(6, 1 << 20) % 256 == 0) {
+      v.shift = static_cast<std::size_t>(number(6, 1 << 20));
+    } else {
+      return BenchVariation{false, false, 0, 0, "SCANGRADE_BENCH_TIMING: unknown term '" + term + "'"};
+    }
+  }
+  return v;
+}
+
+/// This process's variation (none unless SCANGRADE_BENCH_TIMING is set).
+inline BenchVariation bench_variation() { return parse_bench_variation(std::getenv("SCANGRADE_BENCH_TIMING")); }
+
+/// The variation as the timing's `method` names it (empty when there is none).
+inline std::string describe(const BenchVariation& v) {
+  if (!v.any()) return "";
+  std::string text = "; BENCHMARK VARIATION (SCANGRADE_BENCH_TIMING, not a grading configuration):";
+  if (v.default_pool) text += " the worker kept the runtime's default memory pool;";
+  if (v.no_fresh) text += " no fresh input;";
+  if (v.fixed_reps > 0) text += " exactly " + std::to_string(v.fixed_reps) + " pairs;";
+  if (v.shift > 0) text += " pair 1 shifted by " + std::to_string(v.shift) + " bytes;";
+  text.pop_back();
+  return text;
+}
+
+/// True when a paired series may stop under a variation: its fixed number of pairs, or ratio_known.
+inline bool series_done(const std::vector<double>& ratios, double elapsed_s, const BenchVariation& v) {
+  if (v.fixed_reps > 0) return static_cast<int>(ratios.size()) >= v.fixed_reps;
+  return ratio_known(ratios, elapsed_s);
 }
 
 }  // namespace scangrade::grader::timing

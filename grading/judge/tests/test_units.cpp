@@ -24,6 +24,35 @@ TEST(TimingMethod, MedianIntervalIsTheOrderStatisticsOfTheBinomial) {
   EXPECT_EQ(timing::median_interval({}), std::make_pair(0.0, 0.0));
 }
 
+TEST(TimingMethod, BenchmarkVariationsAreParsedAndNamed) {
+  // grading: no variation, nothing in the method
+  EXPECT_FALSE(timing::parse_bench_variation(nullptr).any());
+  EXPECT_FALSE(timing::parse_bench_variation("").any());
+  EXPECT_EQ(timing::describe(timing::parse_bench_variation(nullptr)), "");
+  const timing::BenchVariation v = timing::parse_bench_variation("default_pool,no_fresh,fixed_reps=50,shift=4096");
+  EXPECT_TRUE(v.error.empty()) << v.error;
+  EXPECT_TRUE(v.default_pool);
+  EXPECT_TRUE(v.no_fresh);
+  EXPECT_EQ(v.fixed_reps, 50);
+  EXPECT_EQ(v.shift, 4096u);
+  EXPECT_NE(timing::describe(v).find("BENCHMARK VARIATION"), std::string::npos);
+  // anything else is refused as a whole (the judge then times nothing rather than something else)
+  for (const char* bad : {"fast", "fixed_reps=0", "fixed_reps=201", "fixed_reps=x", "shift=100", "shift=2097152"}) {
+    const timing::BenchVariation b = timing::parse_bench_variation(bad);
+    EXPECT_FALSE(b.error.empty()) << bad;
+    EXPECT_FALSE(b.any()) << bad;
+  }
+  // a fixed number of pairs replaces the interval rule
+  std::vector<double> noisy;
+  for (int i = 0; i < 20; ++i) noisy.push_back(1.0 + 0.01 * ((i * 7) % 21 - 10));
+  timing::BenchVariation fixed;
+  fixed.fixed_reps = 20;
+  EXPECT_TRUE(timing::series_done(noisy, 0.1, fixed));
+  fixed.fixed_reps = 21;
+  EXPECT_FALSE(timing::series_done(noisy, 100.0, fixed));  // no time budget either
+  EXPECT_FALSE(timing::series_done(noisy, 0.1, timing::BenchVariation{}));
+}
+
 TEST(TimingMethod, APairedSeriesStopsOnceTheRatioIsKnownWithinOnePercent) {
   std::vector<double> steady(timing::kMinReps - 1, 0.5);
   EXPECT_FALSE(timing::ratio_known(steady, 0.1));  // fewer than kMinReps pairs
