@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -91,6 +92,7 @@ class Row:
     student_cv: float = 0.0
     reference_cv: float = 0.0
     clocks: str = ""
+    stops: dict[str, int] = field(default_factory=dict)   # which rule ended each timed series
 
     def line(self) -> str:
         if not self.ratios:
@@ -99,11 +101,18 @@ class Row:
         spread = max(self.ratios) / min(self.ratios) if min(self.ratios) > 0 else float("inf")
         return (f"{self.cause.name:<10} {self.cause.varied:<40} {self.slot:<13} {len(self.ratios):>4} {mean:>7.4f} "
                 f"{100 * cv(self.ratios):>6.2f}% {spread:>7.4f} {100 * self.student_cv:>6.2f}% "
-                f"{100 * self.reference_cv:>6.2f}%  {self.clocks}")
+                f"{100 * self.reference_cv:>6.2f}%  {self.stop_text():<22} {self.clocks}")
+
+    def stop_text(self) -> str:
+        short = {"the interval rule": "interval", "the most pairs": "max", "the time budget": "budget",
+                 "its fixed number of pairs": "fixed"}
+        return " ".join(f"{short.get(k, k)}:{v}" for k, v in sorted(self.stops.items())) or "-"
 
 
 HEADER = (f"{'cause':<10} {'what was varied':<40} {'slot':<13} {'runs':>4} {'ratio':>7} {'CV':>7} {'max/min':>7} "
-          f"{'stud.CV':>7} {'ref.CV':>7}  clocks before -> after (SM MHz, mem MHz, C, throttle)")
+          f"{'stud.CV':>7} {'ref.CV':>7}  {'series stopped by':<22} clocks before -> after "
+          "(SM MHz, mem MHz, C, throttle)")
+STOPPED = re.compile(r"stopped by (.+?) with the ratio's 95% interval")
 
 
 def rows_for(cause: Cause, documents: list[dict], clocks: str = "") -> list[Row]:
@@ -122,6 +131,9 @@ def rows_for(cause: Cause, documents: list[dict], clocks: str = "") -> list[Row]
                 if case.get("slot") == slot and t.get("median_ms") and t.get("reference_ms"):
                     mine, ref = per_case.setdefault(case.get("id", "?"), ([], []))
                     mine.append(float(t["median_ms"]))
+                    stop = STOPPED.search(t.get("method") or "")
+                    if stop:
+                        row.stops[stop.group(1)] = row.stops.get(stop.group(1), 0) + 1
                     ref.append(float(t["reference_ms"]))
         if per_case:
             row.student_cv = statistics.fmean(cv(m) for m, _ in per_case.values())

@@ -37,6 +37,7 @@
 #include "output_check.h"
 #include "scangrade/check.h"
 #include "scangrade/device_run.h"
+#include "timing_method.h"  // the benchmark-only variation
 #include "vmm.h"
 
 namespace scangrade::grader {

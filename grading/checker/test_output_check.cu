@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "fresh_input.h"
+#include "scangrade/tolerance.h"
 #include "output_check.h"
 #include "scangrade/check.h"
 #include "scangrade/device_run.h"
@@ -169,7 +170,9 @@ TEST_F(OutputCheck, BandOnTheDeviceIsTheHostBand) {
 
 TEST_F(OutputCheck, FreshInputIsTheDrawAndItsBandIsTheHostBand) {
   // fresh_input_and_band_on_device: the input it writes is InputDraw's (the host's draw of the same
-  // seed), and its band is acceptance_band of that input (int32 exactly, float to one float step)
+  // seed); its int32 band is acceptance_band of that input exactly; its float band is the rule
+  // around the float64 sums with the magnitude sum bounded from the generator (fresh_abs_sum_bound),
+  // to one float step, and it holds acceptance_band of that input (so an honest result passes)
   const std::size_t n = (1 << 20) + 3;  // several CUB tiles and a partial one
   for (const ScanKind kind : {ScanKind::Inclusive, ScanKind::Exclusive}) {
     for (const ValueKind values : {ValueKind::Random, ValueKind::Large}) {
@@ -186,14 +189,29 @@ TEST_F(OutputCheck, FreshInputIsTheDrawAndItsBandIsTheHostBand) {
       const DeviceCopy<float> in{std::vector<float>(n, 7.0f)}, lo{host}, hi{host};
       fresh_input_and_band_on_device<float>(values, 0x5eed, n, kind, in.p, lo.p, hi.p, nullptr);
       EXPECT_EQ(in.get(), host) << name(values);
-      const Band<float> band = acceptance_band(host, kind, oracle_scan(host, kind));
+      const std::vector<double> sums = oracle_scan(host, kind);
+      const Band<float> exact = acceptance_band(host, kind, sums);
       const std::vector<float> dlo = lo.get(), dhi = hi.get();
-      std::size_t apart = 0;
+      std::size_t apart = 0, narrower = 0;
       for (std::size_t k = 0; k < n; ++k) {
-        if (dlo[k] != band.lo[k] && std::nextafter(dlo[k], band.lo[k]) != band.lo[k]) ++apart;
-        if (dhi[k] != band.hi[k] && std::nextafter(dhi[k], band.hi[k]) != band.hi[k]) ++apart;
+        const std::size_t terms = kind == ScanKind::Inclusive ? k + 1 : k;
+        const double tol = tolerance::bound(terms, fresh_abs_sum_bound(values, terms), integer_values(values));
+        const float want_lo = std::nextafter(static_cast<float>(sums[k] - tol), -INFINITY);
+        const float want_hi = std::nextafter(static_cast<float>(sums[k] + tol), INFINITY);
+        if (dlo[k] != want_lo && std::nextafter(dlo[k], want_lo) != want_lo) ++apart;
+        if (dhi[k] != want_hi && std::nextafter(dhi[k], want_hi) != want_hi) ++apart;
+        // the exact rule's band inside (to the one step the float64 sums' order may move an end)
+        if (dlo[k] > std::nextafter(exact.lo[k], INFINITY) || dhi[k] < std::nextafter(exact.hi[k], -INFINITY))
+          ++narrower;
       }
       EXPECT_EQ(apart, 0u) << name(values);
+      EXPECT_EQ(narrower, 0u) << name(values);
+      // an honest result (the oracle's sums rounded to float) passes
+      std::vector<float> honest(n);
+      for (std::size_t k = 0; k < n; ++k) honest[k] = static_cast<float>(sums[k]);
+      const DeviceCopy<float> out(honest);
+      const DeviceCopy<unsigned long long> first{std::vector<unsigned long long>(1)};
+      EXPECT_FALSE(first_outside<float>(out.p, lo.p, hi.p, n, first.p, nullptr).has_value()) << name(values);
     }
   }
 }

@@ -188,6 +188,7 @@ struct Session::Series {
   bool fresh_input = false;
   double deadline_s = 0, overhead_ms = 0;
   timing::BenchVariation variation;  // benchmark-only (timing_method.h); none when grading
+  std::string stopped_by;            // which stopping rule ended the series
   std::vector<double> event_ms, host_ms, judge_ms, reference_ms, event_ratios;
 };
 
@@ -387,7 +388,15 @@ bool Session::run_pairs(Series& s) {
     s.judge_ms.push_back(std::max(0.0, wall - s.overhead_ms));
     s.reference_ms.push_back(paired["ms"].get<double>());
     s.event_ratios.push_back(reply.event_ms > 0 ? s.reference_ms.back() / reply.event_ms : 0.0);
-    if (series_done(s.event_ratios, seconds_since(series_start), s.variation)) return true;
+    const double elapsed_s = seconds_since(series_start);
+    if (!series_done(s.event_ratios, elapsed_s, s.variation)) continue;
+    const int pairs = static_cast<int>(s.event_ratios.size());
+    s.stopped_by = s.variation.fixed_reps > 0 ? "its fixed number of pairs"
+                   : ratio_known(std::vector<double>(s.event_ratios), 0.0) && pairs < kMaxReps
+                       ? "the interval rule"
+                   : pairs >= kMaxReps ? "the most pairs"
+                                       : "the time budget";
+    return true;
   }
 }
 
@@ -447,8 +456,10 @@ void Session::record_timing(Series& s) {
   t.method = method_text(mine.reps, s.flush_bytes, s.cached.has_value(), clocked, s.overhead_ms, s.fresh_input);
   t.method += "; a paired reference time counts at most " + format("%.2f", kMaxReferenceSlowdown) +
               "x the reference timed alone (" + format("%.3f", used.reference_ms) + " ms; " + std::to_string(capped) +
-              " of " + std::to_string(s.reference_ms.size()) + " paired reference times were above it)" +
-              describe(s.variation);
+              " of " + std::to_string(s.reference_ms.size()) + " paired reference times were above it); stopped by " +
+              s.stopped_by + " with the ratio's 95% interval at " +
+              format("%.2f", t.ratio_to_reference > 0 ? 50 * (ratio_hi - ratio_lo) / t.ratio_to_reference : 0.0) +
+              "% of it each side" + describe(s.variation);
   s.r.timing = t;
 }
 

@@ -366,10 +366,12 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
   a.insert(a.end(), {"--chdir", m.chdir.empty() ? "/tmp" : m.chdir, "--clearenv", "--setenv", "PATH",
                      "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR",
                      "/tmp", "--setenv", "LANG", "C.UTF-8"});
-  // where the driver's libraries are, the device selection and the emulator's knobs reach the
-  // student's process (the grader's settings, no secret); nothing else does
+  // where the driver's libraries are, the device selection, the emulator's knobs and the timing
+  // benchmark's variation (timing_method.h) reach the student's process (the grader's settings, no
+  // secret); nothing else does
   for (const char* name : {"LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES",
-                           "NVIDIA_DRIVER_CAPABILITIES", "SCANGRADE_EMU_STACK_KB", "SCANGRADE_EMU_THREAD_ORDER"})
+                           "NVIDIA_DRIVER_CAPABILITIES", "SCANGRADE_EMU_STACK_KB", "SCANGRADE_EMU_THREAD_ORDER",
+                           "SCANGRADE_BENCH_TIMING"})
     if (const char* v = std::getenv(name)) a.insert(a.end(), {"--setenv", name, v});
   a.push_back("--");
   if (drop_uid_) {

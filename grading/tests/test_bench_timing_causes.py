@@ -59,7 +59,8 @@ def test_unknown_cause_is_a_usage_error(tmp_path):
 def doc(ratio: float, mine_ms: float, ref_ms: float) -> dict:
     return {"backend": "gpu",
             "slots": {"hierarchical": {"perf_ratio": ratio}, "single_pass": {"perf_ratio": None}},
-            "cases": [{"id": "h1", "slot": "hierarchical", "timing": {"median_ms": mine_ms, "reference_ms": ref_ms}},
+            "cases": [{"id": "h1", "slot": "hierarchical", "timing": {"median_ms": mine_ms, "reference_ms": ref_ms,
+                                 "method": "...; stopped by the interval rule with the ratio's 95% interval at 0.8%"}},
                       {"id": "s1", "slot": "single_pass", "timing": None}]}
 
 
@@ -71,4 +72,5 @@ def test_table_numbers():
     assert hier.student_cv == pytest.approx(0.05 / 0.25)
     assert hier.reference_cv == 0.0
     assert "1.2000" in hier.line()           # max/min
+    assert hier.stops == {"the interval rule": 2} and "interval:2" in hier.line()
     assert single.ratios == [] and "no ratios" in single.line()

@@ -1,6 +1,7 @@
 // The judge's GPU passes with the fake worker and a stand-in compute-sanitizer: timing and
 // performance points, compute-sanitizer findings (judge_fixture.h).
 #include "judge_fixture.h"
+#include "timing_method.h"
 
 namespace scangrade::grader {
 namespace {
@@ -116,6 +117,39 @@ TEST_F(Judge, WithThePristineInputRestoredTheSampledInputCacheHits) {
   ASSERT_TRUE(c["timing"].is_object()) << c["message"];
   EXPECT_TRUE(contains(r.results["student_output"]["text"], "result cache hit"));
   EXPECT_FALSE(contains(c["timing"]["method"], "new input values")) << c["timing"]["method"];
+}
+
+TEST_F(Judge, TheMethodSaysWhichRuleStoppedTheSeries) {
+  // constant pairs: the interval is a point, so the interval rule stops at the least pairs
+  const Result r = judge(worker("--mode ok --ratio 0.625"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_EQ(t["reps"], timing::kMinReps);
+  EXPECT_TRUE(contains(t["method"], "stopped by the interval rule with the ratio's 95% interval at 0.00%"))
+      << t["method"];
+  EXPECT_FALSE(contains(t["method"], "BENCHMARK VARIATION")) << t["method"];  // grading: none
+}
+
+TEST_F(Judge, ABenchmarkVariationIsAppliedAndNamed) {
+  // SCANGRADE_BENCH_TIMING (benchmark-only): exactly 23 pairs instead of the interval rule's 10
+  ::setenv("SCANGRADE_BENCH_TIMING", "fixed_reps=23", 1);
+  const Result r = judge(worker("--mode ok --ratio 0.625"), "--sanitizer off", "gpu");
+  ::unsetenv("SCANGRADE_BENCH_TIMING");
+  ASSERT_TRUE(r.written) << r.err;
+  const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_EQ(t["reps"], 23);
+  EXPECT_TRUE(contains(t["method"], "stopped by its fixed number of pairs")) << t["method"];
+  EXPECT_TRUE(contains(t["method"], "BENCHMARK VARIATION (SCANGRADE_BENCH_TIMING, not a grading configuration): "
+                                    "exactly 23 pairs")) << t["method"];
+  // a term the grader does not know: nothing is timed rather than something else
+  ::setenv("SCANGRADE_BENCH_TIMING", "turbo", 1);
+  const Result bad = judge(worker("--mode ok --ratio 0.625"), "--sanitizer off", "gpu");
+  ::unsetenv("SCANGRADE_BENCH_TIMING");
+  ASSERT_TRUE(bad.written) << bad.err;
+  EXPECT_TRUE(case_of(bad.results, "hier.int32.n5000.excl")["timing"].is_null());
+  EXPECT_TRUE(contains(bad.results["errors"].dump(), "unknown term 'turbo'")) << bad.results["errors"];
 }
 
 TEST_F(Judge, APairedReferenceSlowerThanAloneCountsAtMostTheCap) {
