@@ -3,6 +3,8 @@ the lead's; here: the emulated and dry-run modes grade nothing, each cause's var
 judge's environment, and the table's numbers on synthetic results."""
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -74,3 +76,20 @@ def test_table_numbers():
     assert "1.2000" in hier.line()           # max/min
     assert hier.stops == {"the interval rule": 2} and "interval:2" in hier.line()
     assert single.ratios == [] and "no ratios" in single.line()
+
+
+def test_the_variation_reaches_a_sandboxed_worker_and_nothing_else_does():
+    # the worker applies default_pool and shift itself, inside the sandbox, whose environment is
+    # otherwise empty: without SCANGRADE_BENCH_TIMING there the checker would shift pair 1 alone
+    from conftest import REAL_BUILD
+    sandbox = REAL_BUILD / "grading" / "scangrade_sandbox"
+    if not sandbox.is_file() or not shutil.which("bwrap"):
+        pytest.skip("needs the built scangrade_sandbox and bubblewrap")
+    env = dict(os.environ, SCANGRADE_BENCH_TIMING="no_fresh", SCANGRADE_UNRELATED_SETTING="1")
+    r = subprocess.run([str(sandbox), "--sandbox", "require", "--", "/usr/bin/env"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    if r.returncode == 2:
+        pytest.skip(f"this machine cannot sandbox: {r.stderr.strip()}")
+    assert r.returncode == 0, r.stderr
+    assert "SCANGRADE_BENCH_TIMING=no_fresh" in r.stdout.splitlines()
+    assert "SCANGRADE_UNRELATED_SETTING" not in r.stdout
