@@ -58,6 +58,11 @@ CaseResult Session::grade(const Entry& e, CaseData data) {
 template <typename T>
 void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   Command cmd = command(Mode::Check, e);
+  // a worker (and the checker with it) that starts here brings its CUDA context up under the shared
+  // GPU lock, not while another judge times its cases
+  std::optional<GpuLock> gpu;
+  if (!worker_ && spares_.empty())
+    if (const std::string why = take_gpu(GpuLock::Shared, gpu); !why.empty()) return harness_fault(r, why);
   if (!ensure_worker(r)) return;
   last_case_after_other_slots_ =
       std::any_of(worker_slots_.begin(), worker_slots_.end(), [&](Slot s) { return s != e.c.slot; });
@@ -75,8 +80,7 @@ void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   input.data = data.input.data();
   // the GPU, shared with the other judges' functional runs (not with a judge that times), from the
   // buffers' setup until the checker has checked or read them
-  std::optional<GpuLock> gpu;
-  if (const std::string why = take_gpu(GpuLock::Shared, gpu); !why.empty()) {
+  if (const std::string why = gpu ? "" : take_gpu(GpuLock::Shared, gpu); !why.empty()) {
     if (file.fd >= 0) ::close(file.fd);
     return harness_fault(r, why);
   }

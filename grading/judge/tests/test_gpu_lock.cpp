@@ -233,6 +233,24 @@ TEST_F(GpuLockTest, JudgeRunsSharedTimesExclusiveAndIsNotChargedForWaits) {
   EXPECT_EQ(read_file(lock_ + ".probe").value_or(""), expected);
 }
 
+TEST_F(GpuLockTest, AWorkerStartsOnlyWithTheSharedLock) {
+  // a worker's start brings its CUDA context up (and the checker's with it): not while another
+  // judge times. The worker leaves a mark as it starts; while the lock is held exclusively by
+  // someone else, no mark appears.
+  const std::string cmd = judge_command(dir_ + "/results.json", "--mode ok --ratio 1", "--gpu-lock '" + lock_ + "'");
+  std::ofstream(dir_ + "/worker.sh") << "#!/bin/sh\ntouch '" << dir_ << "/started'\nexec '" << kFake
+                                     << "' --mode ok --ratio 1 \"$@\"\n";
+  auto held = std::make_unique<GpuLock>(lock_, GpuLock::Exclusive);
+  std::thread judge([&] { ASSERT_EQ(std::system(cmd.c_str()), 0); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_FALSE(fs::exists(dir_ + "/started")) << "a worker started while another judge timed";
+  held.reset();
+  judge.join();
+  EXPECT_TRUE(fs::exists(dir_ + "/started"));
+  ASSERT_TRUE(fs::exists(dir_ + "/results.json")) << read_file(dir_ + "/err.txt").value_or("");
+  EXPECT_TRUE(free_now());
+}
+
 TEST_F(GpuLockTest, BaselinesMeasuredOnceAreReusedFromTheCache) {
   const std::string cache = dir_ + "/baselines-gpu0.json";
   const std::string extra = "--gpu-lock '" + lock_ + "' --baseline-cache '" + cache + "'";
