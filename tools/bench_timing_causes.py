@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.work or Path(tempfile.mkdtemp(prefix="scangrade-causes-"))
     work.mkdir(parents=True, exist_ok=True)
+    (work / "case-cache").mkdir(mode=0o700, exist_ok=True)   # the cases' inputs, made once for every run
     suite = perf_suite(args.n, work / "perf-suite.json")
     built = work / "built"
     grade = [sys.executable, str(GRADING / "grade.py"), str(args.submission), "--suite", str(suite), "--out",
@@ -247,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
             for k in range(args.runs):
                 out = work / cause.name / f"run{k}"
                 cmd = judge_command(judge, built / "worker", out, f"{cause.name}-{k}", args.submission, "gpu",
-                                    [suite], [], None, 900, None, ["--sandbox", "auto"])
+                                    [suite], [], None, 900, None,
+                                    ["--sandbox", "auto", "--case-cache", str(work / "case-cache")])
                 print(("$ " + (f"{ENV}={cause.variation} " if cause.variation else "") +
                        (f"[{cause.background} load] " if cause.background else "") + " ".join(cmd)), flush=True)
                 if args.dry_run:

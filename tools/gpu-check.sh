@@ -152,7 +152,7 @@ python3 tools/bench_repro.py "${REPRO_SUBMISSION:-grading/gallery/correct_recurs
   --build-dir "$BUILD" --copies "${REPRO_COPIES:-16}" --alone "${REPRO_ALONE:-5}" --work "$BUILD/repro" \
   >"$LOGS/repro.log" 2>&1 || repro_rc=1
 python3 tools/bench_timing_causes.py "${REPRO_SUBMISSION:-grading/gallery/correct_recursive_malloc_async}" \
-  --backend gpu --build-dir "$BUILD" --runs "${CAUSES_RUNS:-3}" --max-s "${CAUSES_MAX_S:-240}" \
+  --backend gpu --build-dir "$BUILD" --runs "${CAUSES_RUNS:-3}" --max-s "${CAUSES_MAX_S:-180}" \
   --work "$BUILD/causes" >"$LOGS/causes.log" 2>&1 || repro_rc=1
 fi
 
