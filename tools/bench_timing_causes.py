@@ -89,6 +89,7 @@ class Row:
     cause: Cause
     slot: str
     ratios: list[float] = field(default_factory=list)
+    why: str = ""           # what the runs said when they gave no ratio
     student_cv: float = 0.0
     reference_cv: float = 0.0
     clocks: str = ""
@@ -96,7 +97,7 @@ class Row:
 
     def line(self) -> str:
         if not self.ratios:
-            return f"{self.cause.name:<10} {self.cause.varied:<40} {self.slot:<13} no ratios"
+            return f"{self.cause.name:<10} {self.cause.varied:<40} {self.slot:<13} no ratios ({self.why or 'no run'})"
         mean = statistics.fmean(self.ratios)
         spread = max(self.ratios) / min(self.ratios) if min(self.ratios) > 0 else float("inf")
         return (f"{self.cause.name:<10} {self.cause.varied:<40} {self.slot:<13} {len(self.ratios):>4} {mean:>7.4f} "
@@ -115,6 +116,15 @@ HEADER = (f"{'cause':<10} {'what was varied':<40} {'slot':<13} {'runs':>4} {'rat
 STOPPED = re.compile(r"stopped by (.+?) with the ratio's 95% interval")
 
 
+def why_no_ratio(doc: dict, slot: str) -> str:
+    """The slot's case statuses and the first timing note of a run without a ratio."""
+    cases = [c for c in doc.get("cases") or [] if c.get("slot") == slot]
+    statuses = sorted({str(c.get("status")) for c in cases}) or ["no case"]
+    notes = [str((c.get("timing") or {}).get("note") or (c.get("timing") or {}).get("status") or "")
+             for c in cases if c.get("timing")]
+    return f"statuses {'/'.join(statuses)}; timing: {next((n for n in notes if n), 'none')}"[:160]
+
+
 def rows_for(cause: Cause, documents: list[dict], clocks: str = "") -> list[Row]:
     """Per slot, the perf ratios of the runs and the CV of each timed case's student and reference
     medians across the runs (averaged over the slot's cases)."""
@@ -126,6 +136,8 @@ def rows_for(cause: Cause, documents: list[dict], clocks: str = "") -> list[Row]
             ratio = ((doc.get("slots") or {}).get(slot) or {}).get("perf_ratio")
             if isinstance(ratio, (int, float)) and ratio > 0:
                 row.ratios.append(float(ratio))
+            elif not row.why:
+                row.why = why_no_ratio(doc, slot)
             for case in doc.get("cases") or []:
                 t = case.get("timing") or {}
                 if case.get("slot") == slot and t.get("median_ms") and t.get("reference_ms"):
@@ -214,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
               "nothing graded")
         return 0
 
-    work = args.work or Path(tempfile.mkdtemp(prefix="scangrade-causes-"))
+    work = (args.work or Path(tempfile.mkdtemp(prefix="scangrade-causes-"))).resolve()   # the judge runs elsewhere
     work.mkdir(parents=True, exist_ok=True)
     (work / "case-cache").mkdir(mode=0o700, exist_ok=True)   # the cases' inputs, made once for every run
     suite = perf_suite(args.n, work / "perf-suite.json")
