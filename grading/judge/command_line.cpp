@@ -130,6 +130,10 @@ void check_and_complete(Options& o, const std::optional<std::string>& secret_fil
     throw UsageError("--hidden-suite needs the secret: --secret S or --secret-file F");
   if (o.backend == "emulate" && !o.max_n) o.max_n = kEmulationMaxN;
   if (o.sandbox == "off") o.case_cache.clear();  // an unconfined worker could write it: other judges would read that
+  if (!o.worker.empty() && o.worker.front() != '/') {  // workers start in another folder (the sandbox's, the channel's)
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) o.worker = std::string(cwd) + "/" + o.worker;
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The judge's pieces on their own: SHA-256, the compute-sanitizer XML reader, the performance rule,
 // the command line.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -264,7 +266,12 @@ TEST(CommandLine, ParsesEveryFlag) {
                         "--log-limit", "100", "--verbose", "--compute-sanitizer", "/opt/cs"})
     args.push_back(a);
   const Options o = parse_args(args);
-  EXPECT_EQ(o.worker, "w");
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+  EXPECT_EQ(o.worker, std::string(cwd) + "/w");  // workers start elsewhere: a relative path is made absolute
+  EXPECT_EQ(parse_args({"--worker", "/abs/w", "--out", "r.json", "--submission-name", "s", "--submission-path", "p",
+                        "--backend", "gpu", "--suite", "x.json"}).worker,
+            "/abs/w");
   EXPECT_EQ(o.budget_s, 12);
   EXPECT_EQ(o.timeout_scale, 0.5);
   EXPECT_FALSE(o.sanitizer);
