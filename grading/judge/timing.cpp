@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "protocol.h"
-#include "case_cache.h"
+#include "case_data.h"
 #include "session.h"
 #include "results.h"
 #include "text.h"
@@ -185,18 +185,9 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   const auto prepared = Clock::now();
   const std::size_t n = e.c.n, bytes = n * (e.c.dtype == DType::Float32 ? sizeof(float) : sizeof(std::int32_t));
   std::vector<int> fds;
-  json setup;
+  CheckerReply setup;
   try {
-    setup = checker_->request({{"op", "time_setup"},
-                               {"slot", std::string(name(e.c.slot))},
-                               {"dtype", std::string(name(e.c.dtype))},
-                               {"kind", std::string(name(e.c.kind))},
-                               {"values", std::string(name(e.c.values))},
-                               {"n", n},
-                               {"offset", in.offset},
-                               {"baselines", !cached.has_value()},
-                               {"paired_reference", true}},
-                              {in.fd}, &fds);
+    setup = checker_->request(CheckerRequest::time_setup(e.c, in.offset, !cached.has_value(), true), {in.fd}, &fds);
   } catch (const std::exception& ex) {
     return errors_.push_back("cannot time " + e.c.id + ": " + ex.what());
   }
@@ -205,22 +196,22 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   prepare_s_ += seconds_since(prepared);
   const auto end_checker = [&] {
     try {
-      checker_->request({{"op", "time_end"}}, {});
+      checker_->request(CheckerRequest::of(CheckerOp::TimeEnd), {});
     } catch (const std::exception&) {
     }
   };
-  if (setup.contains("error") || fds.size() != 4) {
+  if (!setup.error.empty() || fds.size() != 4) {
     end_checker();
-    return errors_.push_back("cannot time " + e.c.id + ": the checker: " + setup.value("error", std::string("no buffers")));
+    return errors_.push_back("cannot time " + e.c.id + ": the checker: " + (setup.error.empty() ? "no buffers" : setup.error));
   }
-  const Baselines used = cached ? *cached : setup.at("baselines").get<Baselines>();
-  const std::size_t flush_bytes = setup.value("flush_bytes", std::size_t{0});
-  const bool fresh_input = setup.value("fresh_input", false);
+  const Baselines used = cached ? *cached : setup.baselines.value();
+  const std::size_t flush_bytes = setup.flush_bytes;
+  const bool fresh_input = setup.fresh_input;
 
   // the worker maps the four buffers
   Command begin = command(Mode::TimeBegin, e);
   begin.shared = true;
-  begin.sizes = setup.at("sizes").get<std::vector<std::uint64_t>>();
+  begin.sizes = setup.sizes;
   worker_->send_fds(buffers.fds);
   buffers.close();
   const double deadline_s = case_deadline_s(e.c);
@@ -256,14 +247,14 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   // the round trip of an empty call: what the judge's clock adds to every call
   // (after the checker's prime, as the real calls: the context switch back to the worker counts)
   const auto prime = [&](int j) -> bool {
-    json primed;
+    CheckerReply primed;
     try {
-      primed = checker_->request({{"op", "prime"}, {"j", j}}, {});
+      primed = checker_->request(CheckerRequest::prime(j), {});
     } catch (const std::exception& ex) {
-      primed = {{"error", ex.what()}};
+      primed = CheckerReply::failed(ex.what());
     }
-    if (!primed.contains("error")) return true;
-    errors_.push_back("cannot time " + e.c.id + ": the checker: " + primed["error"].get<std::string>());
+    if (primed.error.empty()) return true;
+    errors_.push_back("cannot time " + e.c.id + ": the checker: " + primed.error);
     end_checker();
     return false;
   };
@@ -292,22 +283,22 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
       end_checker();
       return;
     }
-    json verified;
+    CheckerReply verified;
     try {
-      verified = checker_->request({{"op", "verify"}, {"j", j}}, {});
+      verified = checker_->request(CheckerRequest::verify(j), {});
     } catch (const std::exception& ex) {
-      verified = {{"error", ex.what()}};
+      verified = CheckerReply::failed(ex.what());
     }
-    if (verified.contains("error")) {
-      errors_.push_back("cannot time " + e.c.id + ": the checker: " + verified["error"].get<std::string>());
+    if (!verified.error.empty()) {
+      errors_.push_back("cannot time " + e.c.id + ": the checker: " + verified.error);
       end_checker();
       return;
     }
-    if (!verified["outside"].is_null()) {
+    if (verified.outside) {
       r.status = Status::Fail;
       r.message = "the case passed, but a timed call did not compute its result: call " + std::to_string(i + 1) + " (" +
                   std::to_string(std::min(i, kWarmup)) + " warm-up and " + std::to_string(std::max(0, i - kWarmup)) +
-                  " timed calls before it) left element " + std::to_string(verified["outside"].get<std::uint64_t>()) +
+                  " timed calls before it) left element " + std::to_string(*verified.outside) +
                   " outside the checked result. Results must be computed on every call: the timed calls get " +
                   std::string(fresh_input ? "new input values, " : "") +
                   "fresh, poisoned output buffers at alternating addresses, and a slot that returns a remembered "
@@ -319,15 +310,14 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
     }
     if (i < kWarmup) continue;
     // the paired reference call (the checker made its own warm-up calls at time_setup)
-    json paired;
+    CheckerReply paired;
     try {
-      paired = checker_->request({{"op", "reference_call"}}, {});
+      paired = checker_->request(CheckerRequest::of(CheckerOp::ReferenceCall), {});
     } catch (const std::exception& ex) {
-      paired = {{"error", ex.what()}};
+      paired = CheckerReply::failed(ex.what());
     }
-    if (paired.contains("error") || !paired.contains("ms") || !paired["ms"].is_number()) {
-      errors_.push_back("cannot time " + e.c.id + ": the checker's reference call: " +
-                        paired.value("error", std::string("no time")));
+    if (!paired.error.empty()) {
+      errors_.push_back("cannot time " + e.c.id + ": the checker's reference call: " + paired.error);
       end_checker();
       Command end = command(Mode::TimeEnd, e);
       exchange(*worker_, end, 30 * o_.timeout_scale, false, log_);
@@ -336,7 +326,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
     event_ms.push_back(reply.event_ms);
     host_ms.push_back(reply.host_ms);
     judge_ms.push_back(std::max(0.0, wall - overhead_ms));
-    reference_ms.push_back(paired["ms"].get<double>());
+    reference_ms.push_back(paired.ms);
     event_ratios.push_back(reply.event_ms > 0 ? reference_ms.back() / reply.event_ms : 0.0);
     if (ratio_known(event_ratios, seconds_since(series_start))) break;
   }

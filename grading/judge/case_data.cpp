@@ -1,5 +1,5 @@
-// The case cache (case_cache.h).
-#include "case_cache.h"
+// A case's data and the case cache (case_data.h).
+#include "case_data.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,11 +16,37 @@
 
 #include <nlohmann/json.hpp>
 
+#include "files.h"
 #include "results.h"  // harness_version
+#include "scangrade/inputs.h"
+#include "scangrade/oracle.h"
 #include "sha256.h"
 #include "text.h"  // random_hex
 
 namespace scangrade::grader {
+
+CaseInput make_case_input(const Entry& e) {
+  CaseInput in;
+  if (e.c.dtype == DType::Float32) in.f32 = make_input<float>(e.input_case);
+  else in.i32 = make_input<std::int32_t>(e.input_case);
+  return in;
+}
+
+std::vector<double> case_oracle(const Entry& e, const CaseInput& input) {
+  return e.c.dtype == DType::Float32 ? oracle_scan(input.f32, e.c.kind) : oracle_scan(input.i32, e.c.kind);
+}
+
+CaseData make_case_data(const Entry& e) {
+  CaseData d;
+  try {
+    d.input = make_case_input(e);
+    d.expected = case_oracle(e, d.input);
+  } catch (const std::exception& ex) {
+    d.error = ex.what();
+  }
+  return d;
+}
+
 namespace {
 
 constexpr std::uint32_t kFormatVersion = 1;
@@ -56,11 +82,8 @@ void note(const std::string& what) {
 /// sha256 of the judge's own executable, once: a rebuilt judge never reads an older one's files.
 const std::string& build_identity() {
   static const std::string id = [] {
-    std::ifstream exe("/proc/self/exe", std::ios::binary);
-    if (!exe) return std::string("unknown");
-    std::ostringstream bytes;
-    bytes << exe.rdbuf();
-    return sha256_hex(bytes.str());
+    const std::optional<std::string> exe = read_file("/proc/self/exe");
+    return exe ? sha256_hex(*exe) : std::string("unknown");
   }();
   return id;
 }
@@ -86,30 +109,6 @@ Header header_of(const Entry& e, const std::string& key) {
   h.expected_size = sizeof(double);
   for (std::size_t i = 0; i < sizeof h.key; ++i) h.key[i] = static_cast<unsigned char>(std::stoi(key.substr(2 * i, 2), nullptr, 16));
   return h;
-}
-
-bool read_all(int fd, void* to, std::size_t bytes) {
-  auto* p = static_cast<char*>(to);
-  while (bytes > 0) {
-    const ssize_t got = ::read(fd, p, bytes);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    bytes -= static_cast<std::size_t>(got);
-  }
-  return true;
-}
-
-bool write_all(int fd, const void* from, std::size_t bytes) {
-  const auto* p = static_cast<const char*>(from);
-  while (bytes > 0) {
-    const ssize_t put = ::write(fd, p, bytes);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return false;
-    p += put;
-    bytes -= static_cast<std::size_t>(put);
-  }
-  return true;
 }
 
 /// The cache file opened read-only and read past its header, or -1: `why` says what is wrong with
