@@ -95,7 +95,7 @@ CheckerRequest CheckerRequest::verify(int j) {
 
 CheckerReply CheckerReply::failed(std::string why) {
   CheckerReply m;
-  m.error = std::move(why);
+  m.error = why.empty() ? std::string("an error without a message") : std::move(why);  // never reads as success
   return m;
 }
 

@@ -66,6 +66,7 @@ struct CheckerReply {
   std::optional<std::uint64_t> outside;  // verify: the first element outside the band (none: right)
   double ms = 0;                      // reference_call: one call of the reference
 
+  /// A failed op; an empty `why` still fails (error is never empty here).
   static CheckerReply failed(std::string why);
 };
 

@@ -355,6 +355,7 @@ TEST(CheckerProtocol, EveryReplyDecodesToWhatWasEncoded) {
   const CheckerReply failed =
       decode_checker_reply(encode(CheckerReply::failed("out of memory"), CheckerOp::TimeSetup), CheckerOp::TimeSetup);
   EXPECT_EQ(failed.error, "out of memory");
+  EXPECT_FALSE(CheckerReply::failed("").error.empty());  // an exception without text is still an error
   const CheckerHello hello = decode_checker_hello(encode(CheckerHello{"H100", ""}));
   EXPECT_EQ(hello.device, "H100");
   EXPECT_EQ(hello.error, "");
