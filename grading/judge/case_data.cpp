@@ -21,7 +21,6 @@
 #include "scangrade/inputs.h"
 #include "scangrade/oracle.h"
 #include "sha256.h"
-#include "text.h"  // random_hex
 
 namespace scangrade::grader {
 
@@ -165,28 +164,12 @@ std::optional<CaseData> read_cached(const std::string& path, const Header& want,
   return d;
 }
 
-/// Writes `d` to `path` through a temporary file and a rename; "" or what went wrong.
+/// Writes `d` to `path` atomically (files.h: a new 0600 temporary file, then a rename); "" or what
+/// went wrong.
 std::string store(const std::string& path, const Header& h, const CaseData& d) {
-  const std::string tmp = path + ".tmp-" + random_hex(8);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
-  bool ok = write_all(fd, &h, sizeof h) && write_all(fd, d.input.data(), d.input.bytes()) &&
-            write_all(fd, d.expected.data(), d.expected.size() * sizeof(double));
-  int err = ok ? 0 : errno;
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    return "cannot write " + tmp + ": " + (err ? std::strerror(err) : "short write");
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return "cannot rename " + tmp + " to " + path + ": " + why;
-  }
-  return "";
+  return write_parts_atomic(path, {Part{const_cast<Header*>(&h), sizeof h},
+                                   Part{const_cast<void*>(d.input.data()), d.input.bytes()},
+                                   Part{const_cast<double*>(d.expected.data()), d.expected.size() * sizeof(double)}});
 }
 
 CaseData through_cache(const Entry& e, const std::string& cache_dir, CacheUse& use) {

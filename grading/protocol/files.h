@@ -5,6 +5,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,7 +59,12 @@ inline bool read_all(int fd, void* to, std::size_t bytes) {
 /// a counter): nothing already at a name can redirect the write. Returns "" or what went wrong.
 inline std::string write_parts_atomic(const std::string& path, const std::vector<Part>& parts, mode_t mode = 0600) {
   static std::atomic<unsigned> counter{0};
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  // pid and counter: unique in this machine's pid namespace; random bits: across machines and
+  // namespaces writing one shared folder (the batch's case cache)
+  unsigned random = 0;
+  if (::getrandom(&random, sizeof random, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof random)) random = 0;
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
+                          std::to_string(random);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
   if (mode != 0600) (void)!::fchmod(fd, mode);  // whatever the umask
