@@ -12,8 +12,9 @@ set(SCANGRADE_JUDGE_DIR "${CMAKE_SOURCE_DIR}/grading/judge")
 set(SCANGRADE_WORKER_DIR "${CMAKE_SOURCE_DIR}/grading/worker")
 set(SCANGRADE_PROTOCOL_DIR "${CMAKE_SOURCE_DIR}/grading/protocol")
 set(SCANGRADE_CHECKER_DIR "${CMAKE_SOURCE_DIR}/grading/checker")
-# The messages' codec: compiled into the judge, each worker library and the fake worker.
-set(SCANGRADE_PROTOCOL_SOURCES "${SCANGRADE_PROTOCOL_DIR}/messages.cpp")
+# The messages' codecs (judge <-> worker, judge <-> checker): compiled into the judge, the checker,
+# each worker library and the fakes.
+set(SCANGRADE_PROTOCOL_SOURCES "${SCANGRADE_PROTOCOL_DIR}/messages.cpp" "${SCANGRADE_PROTOCOL_DIR}/checker_messages.cpp")
 
 # --- worker ---------------------------------------------------------------------------------------
 if(scangrade_gpu_grader)
@@ -28,8 +29,8 @@ target_link_libraries(scangrade_alloc_tracker_obj PRIVATE scangrade_core CUDA::c
 add_library(scangrade_worker_main STATIC
   ${SCANGRADE_PROTOCOL_SOURCES}
   ${SCANGRADE_WORKER_DIR}/worker_main.cpp
-  ${SCANGRADE_CHECKER_DIR}/vmm.cpp)
-target_include_directories(scangrade_worker_main PRIVATE ${SCANGRADE_PROTOCOL_DIR} ${SCANGRADE_CHECKER_DIR})
+  ${SCANGRADE_PROTOCOL_DIR}/vmm.cpp)
+target_include_directories(scangrade_worker_main PRIVATE ${SCANGRADE_PROTOCOL_DIR})
 target_link_libraries(scangrade_worker_main
   PUBLIC scangrade_device CUDA::cudart ${CMAKE_DL_LIBS}
   PRIVATE nlohmann_json::nlohmann_json)
@@ -39,7 +40,7 @@ add_executable(scangrade_checker
   ${SCANGRADE_PROTOCOL_SOURCES}
   ${SCANGRADE_CHECKER_DIR}/checker_main.cpp
   ${SCANGRADE_CHECKER_DIR}/bench.cpp
-  ${SCANGRADE_CHECKER_DIR}/vmm.cpp
+  ${SCANGRADE_PROTOCOL_DIR}/vmm.cpp
   ${SCANGRADE_CHECKER_DIR}/output_check.cu
   $<TARGET_OBJECTS:scangrade_alloc_tracker_obj>)
 target_include_directories(scangrade_checker PRIVATE ${SCANGRADE_PROTOCOL_DIR} ${SCANGRADE_CHECKER_DIR})
@@ -124,7 +125,7 @@ endif()
 # --- judge ----------------------------------------------------------------------------------------
 # --- sandbox: bubblewrap + cgroup v2 / rlimits around every student process -------------------------
 add_library(scangrade_sandbox_lib STATIC ${CMAKE_SOURCE_DIR}/grading/sandbox/sandbox.cpp)
-target_include_directories(scangrade_sandbox_lib PUBLIC ${CMAKE_SOURCE_DIR}/grading/sandbox)
+target_include_directories(scangrade_sandbox_lib PUBLIC ${CMAKE_SOURCE_DIR}/grading/sandbox ${SCANGRADE_PROTOCOL_DIR})
 target_link_libraries(scangrade_sandbox_lib PUBLIC nlohmann_json::nlohmann_json)
 # the launcher grading/scangrade/build.py runs compiles and links through
 add_executable(scangrade_sandbox ${CMAKE_SOURCE_DIR}/grading/sandbox/sandbox_main.cpp)
@@ -143,7 +144,7 @@ add_library(scangrade_judge_lib STATIC
   ${SCANGRADE_JUDGE_DIR}/command_line.cpp
   ${SCANGRADE_JUDGE_DIR}/session.cpp
   ${SCANGRADE_JUDGE_DIR}/case_memory.cpp
-  ${SCANGRADE_JUDGE_DIR}/case_cache.cpp
+  ${SCANGRADE_JUDGE_DIR}/case_data.cpp
   ${SCANGRADE_JUDGE_DIR}/functional.cpp
   ${SCANGRADE_JUDGE_DIR}/timing.cpp
   ${SCANGRADE_JUDGE_DIR}/sanitizer.cpp
@@ -221,7 +222,7 @@ if(SCANGRADE_BUILD_TESTS)
   add_executable(scangrade_fake_worker ${SCANGRADE_JUDGE_DIR}/tests/fake_worker.cpp ${SCANGRADE_PROTOCOL_SOURCES})
   target_include_directories(scangrade_fake_worker PRIVATE ${SCANGRADE_PROTOCOL_DIR})
   target_link_libraries(scangrade_fake_worker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
-  add_executable(scangrade_fake_checker ${SCANGRADE_JUDGE_DIR}/tests/fake_checker.cpp)
+  add_executable(scangrade_fake_checker ${SCANGRADE_JUDGE_DIR}/tests/fake_checker.cpp ${SCANGRADE_PROTOCOL_SOURCES})
   target_include_directories(scangrade_fake_checker PRIVATE ${SCANGRADE_PROTOCOL_DIR} ${SCANGRADE_CHECKER_DIR})
   target_link_libraries(scangrade_fake_checker PRIVATE scangrade_core nlohmann_json::nlohmann_json)
 

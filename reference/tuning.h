@@ -25,16 +25,9 @@ inline constexpr int kTileItems = kTileThreads * kTileItemsPerThread;  // 4096
 
 /// Single-pass slot: its own tile shape, and the blocks per SM its launch bounds ask for. A build
 /// may set them (-DSCANGRADE_SINGLE_PASS_THREADS=, _ITEMS=, _MIN_BLOCKS=) to compare tunings with
-/// tools/bench_reference_variants.sh. The defaults are the measured best (H100, 2026-11-23): 8 blocks
-/// of 256 x 16 per SM at 32 registers, no spills since the tile stays in shared memory. With tile
-/// b scanned by block b, 128 x 16 (16 blocks), 512 x 16 (4 blocks) and 256 x 24 are as fast, and
-/// 256 x 8 slower (0.87x the copy at 2^26 against 0.93x). Measured slower or no faster: streaming
-/// (evict-first) loads and stores; 16-byte vector loads; a look-back window wider than one word a
-/// lane, read by one warp or by the whole block; per-warp tile exchanges; persistent blocks;
-/// back-off in the look-back's spin; publishing P for the tiles a look-back passes; tile indices
-/// from an atomic counter (3% slower at 2^26); one launch that clears its own workspace (block 0
-/// clears it and releases a per-call key that the other blocks acquire: as fast at 2^26, 0.5%
-/// slower at 2^28, and only as sure as a 64-bit key is unlikely to be in the allocation already).
+/// tools/bench_reference_variants.sh.
+/// Tuning: tpb_256.ipt_16.min_blocks_8 (H100: 32 registers, no spills). What was measured against
+/// it, and why the alternatives lost: TUNING.md in this folder.
 #ifndef SCANGRADE_SINGLE_PASS_THREADS
 #define SCANGRADE_SINGLE_PASS_THREADS 256
 #endif

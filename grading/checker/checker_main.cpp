@@ -11,8 +11,8 @@
 // the case's own input for kinds with nothing to draw) and makes that input's acceptance band,
 // poisons the output and flushes L2; it checks every call's output on the device against the band,
 // and times the reference, CUB and a copy (bench.h).
-// Messages (one JSON object per SEQPACKET message, descriptors attached): checker_client.h in
-// grading/judge says what each op does.
+// Messages (one JSON object per SEQPACKET message, descriptors attached): the structs and codec of
+// grading/protocol/checker_messages.h, which say what each op does.
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -26,14 +26,12 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include <cuda_runtime.h>
 
 #include "bench.h"
+#include "checker_messages.h"
 #include "fd_passing.h"
 #include "fresh_input.h"
-#include "messages.h"
 #include "output_check.h"
 #include "scangrade/check.h"
 #include "scangrade/device_run.h"
@@ -42,8 +40,6 @@
 
 namespace scangrade::grader {
 namespace {
-
-using nlohmann::json;
 
 constexpr std::size_t kMaxMessage = 64 * 1024;
 
@@ -128,31 +124,32 @@ class Checker {
   explicit Checker(int sock) : sock_(sock) {}
 
   int serve() {
-    json hello = {{"hello", 1}, {"device", ""}, {"error", ""}};
-    if (const auto why = device_unavailable()) hello["error"] = *why;
-    else hello["device"] = device_description();
-    if (!reply(hello, {}) || !hello["error"].get<std::string>().empty()) return 0;
+    CheckerHello hello;
+    if (const auto why = device_unavailable()) hello.error = *why;
+    else hello.device = device_description();
+    if (!send_with_fds(sock_, encode(hello), {}) || !hello.error.empty()) return 0;
     for (;;) {
       std::string text;
       std::vector<int> fds;
       if (!receive_with_fds(sock_, text, fds, kMaxMessage)) return 0;  // the judge is gone
-      json answer;
+      CheckerReply answer;
+      CheckerOp op = CheckerOp::Release;
       std::vector<int> out_fds;
       try {
-        const json msg = json::parse(text);
-        answer = dispatch(msg, fds, out_fds);
+        const CheckerRequest request = decode_checker_request(text);
+        op = request.op;
+        answer = dispatch(request, fds, out_fds);
       } catch (const std::exception& e) {
         for (int fd : fds) close(fd);
-        answer = {{"error", std::string("checker: ") + e.what()}};
+        answer = CheckerReply::failed(std::string("checker: ") + e.what());
       }
-      const bool sent = reply(answer, out_fds);
+      const bool sent = send_with_fds(sock_, encode(answer, op), out_fds);
       for (int fd : out_fds) close(fd);
       if (!sent) return 0;
     }
   }
 
  private:
-  bool reply(const json& j, const std::vector<int>& fds) { return send_with_fds(sock_, j.dump(), fds); }
 
   static int take_one(std::vector<int>& fds) {
     if (fds.size() != 1) throw std::runtime_error("expected one staging descriptor");
@@ -161,55 +158,60 @@ class Checker {
     return fd;
   }
 
-  json dispatch(const json& msg, std::vector<int>& fds, std::vector<int>& out_fds) {
-    const std::string op = msg.at("op").get<std::string>();
-    if (op == "setup") return setup(msg, take_one(fds), out_fds);
-    if (op == "check") return check(msg);
-    if (op == "collect") return collect(take_one(fds));
-    if (op == "release") {  // the buffers stay for the next case that fits them
-      if (check_) check_->active = false;
-      return {{"ok", true}};
+  CheckerReply dispatch(const CheckerRequest& msg, std::vector<int>& fds, std::vector<int>& out_fds) {
+    switch (msg.op) {
+      case CheckerOp::Setup: return setup(msg, take_one(fds), out_fds);
+      case CheckerOp::Check: return check(msg);
+      case CheckerOp::Collect: return collect(take_one(fds));
+      case CheckerOp::Release:  // the buffers stay for the next case that fits them
+        if (check_) check_->active = false;
+        return {};
+      case CheckerOp::TimeSetup: return time_setup(msg, take_one(fds), out_fds);
+      case CheckerOp::Prime: return prime(msg.j);
+      case CheckerOp::Verify: return verify(msg.j);
+      case CheckerOp::ReferenceCall: return reference_call();
+      case CheckerOp::TimeEnd:
+        timed_.reset();
+        return {};
     }
-    if (op == "time_setup") return time_setup(msg, take_one(fds), out_fds);
-    if (op == "prime") return prime(msg.at("j").get<int>());
-    if (op == "verify") return verify(msg.at("j").get<int>());
-    if (op == "reference_call") return reference_call();
-    if (op == "time_end") {
-      timed_.reset();
-      return {{"ok", true}};
-    }
-    throw std::runtime_error("unknown op '" + op + "'");
+    throw std::runtime_error("unknown op");
   }
 
-  static std::size_t element_of(const json& msg) { return 4; }  // int32 and float32
+  /// Bytes per element of a check case: the ones the dtypes have (int32 and float32 are 4).
+  static std::size_t element_of(const CheckerRequest& msg) {
+    if (msg.element != sizeof(std::int32_t) && msg.element != sizeof(float))
+      throw std::runtime_error("an element of " + std::to_string(msg.element) + " bytes");
+    return static_cast<std::size_t>(msg.element);
+  }
+  static std::size_t element_of(DType dtype) { return dtype == DType::Float32 ? sizeof(float) : sizeof(std::int32_t); }
 
   /// The input at byte `offset` of the descriptor (the judge's staging memfd or a case cache file).
   /// The buffers of the last case are kept when they fit exactly (their rounded sizes match): then
   /// descriptors go back only when the judge asks for them ("share": its worker does not hold the
   /// buffers), and the reply says "kept".
-  json setup(const json& msg, int input_fd, std::vector<int>& out_fds) {
+  CheckerReply setup(const CheckerRequest& msg, int input_fd, std::vector<int>& out_fds) {
     const Staging staging(input_fd, Staging::ReadOnly);
-    const std::size_t n = msg.at("n").get<std::size_t>(), element = element_of(msg);
+    const std::size_t n = msg.n, element = element_of(msg);
     const std::size_t g = kGuardElements, in_bytes = n * element, zone_bytes = (n + 2 * g) * element;
-    const std::size_t offset = msg.value("offset", std::size_t{0});
+    const std::size_t offset = msg.offset;
     std::string why;
     const std::size_t granule = vmm::granularity(why);
-    if (granule == 0) return {{"error", why}, {"room", false}};
+    if (granule == 0) return CheckerReply::failed(why);
     const bool kept = check_ && check_->in.size == vmm::rounded(in_bytes, granule) &&
                       check_->zone.size == vmm::rounded(zone_bytes, granule);
     if (!kept) {
       check_.reset();
       auto c = std::make_unique<CheckCase>();
       int in_fd = -1, zone_fd = -1;
-      if (why = vmm::create(in_bytes, c->in, in_fd); !why.empty()) return {{"error", why}, {"room", false}};
+      if (why = vmm::create(in_bytes, c->in, in_fd); !why.empty()) return CheckerReply::failed(why);
       out_fds.push_back(in_fd);
-      if (why = vmm::create(zone_bytes, c->zone, zone_fd); !why.empty()) return {{"error", why}, {"room", false}};
+      if (why = vmm::create(zone_bytes, c->zone, zone_fd); !why.empty()) return CheckerReply::failed(why);
       out_fds.push_back(zone_fd);
       check_ = std::move(c);
-    } else if (msg.value("share", true)) {
+    } else if (msg.share) {
       for (const vmm::Mapping* m : {&check_->in, &check_->zone}) {
         int fd = -1;
-        if (why = vmm::share(*m, fd); !why.empty()) return {{"error", why}, {"room", false}};
+        if (why = vmm::share(*m, fd); !why.empty()) return CheckerReply::failed(why);
         out_fds.push_back(fd);
       }
     }
@@ -222,7 +224,7 @@ class Checker {
       try {
         c.pristine = std::make_unique<DeviceBuffer>(in_bytes, "checker");
       } catch (const std::exception& e) {
-        return {{"error", e.what()}, {"room", false}};
+        return CheckerReply::failed(e.what());
       }
       c.pristine_bytes = in_bytes;
     }
@@ -241,7 +243,10 @@ class Checker {
     cuda(cudaMemsetAsync(zone + zone_bytes, 0, c.zone.size - zone_bytes), "clearing the zone's slack");
     cuda(cudaDeviceSynchronize(), "waiting for the input and the poison");
     c.active = true;
-    return {{"ok", true}, {"sizes", {c.in.size, c.zone.size}}, {"kept", kept && out_fds.empty()}};
+    CheckerReply r;
+    r.sizes = {c.in.size, c.zone.size};
+    r.kept = kept && out_fds.empty();
+    return r;
   }
 
   /// The check case set up and not yet released.
@@ -252,10 +257,10 @@ class Checker {
 
   /// After the worker's call: whether guards, input and output are right (output_check.h), found on
   /// the device. The case stays for a collect when they are not shown right.
-  json check(const json& msg) {
+  CheckerReply check(const CheckerRequest& msg) {
     active_case("check");
-    const ScanKind kind = *parse_kind(msg.at("kind").get<std::string>());
-    const bool f32 = msg.at("dtype").get<std::string>() == "float32";
+    const ScanKind kind = msg.kind;
+    const bool f32 = msg.dtype == DType::Float32;
     const std::size_t g = kGuardElements, n = check_->n;
     const bool ok = f32 ? verified_on_device<float>(static_cast<const float*>(check_->zone.ptr), g,
                                                     static_cast<const float*>(check_->in.ptr),
@@ -263,10 +268,12 @@ class Checker {
                         : verified_on_device<std::int32_t>(static_cast<const std::int32_t*>(check_->zone.ptr), g,
                                                            static_cast<const std::int32_t*>(check_->in.ptr),
                                                            check_->pristine->as<std::int32_t>(), n, kind, nullptr);
-    return {{"ok", true}, {"verified", ok}};
+    CheckerReply r;
+    r.verified = ok;
+    return r;
   }
 
-  json collect(int staging_fd) {
+  CheckerReply collect(int staging_fd) {
     const Staging staging(staging_fd);
     active_case("collect");
     const std::size_t g = kGuardElements, in_bytes = check_->n * check_->element,
@@ -276,29 +283,25 @@ class Checker {
       cuda(cudaMemcpy(staging.at(zone_bytes, in_bytes), check_->in.ptr, in_bytes, cudaMemcpyDeviceToHost),
            "reading the input back");
     check_->active = false;
-    return {{"ok", true}};
+    return {};
   }
 
   /// The input at byte `offset` of the descriptor (a staging memfd, or a case cache file).
-  json time_setup(const json& msg, int input_fd, std::vector<int>& out_fds) {
+  CheckerReply time_setup(const CheckerRequest& msg, int input_fd, std::vector<int>& out_fds) {
     const Staging staging(input_fd, Staging::ReadOnly);
     timed_.reset();
     check_.reset();  // the timed cases come after the check cases: their memory is free again
     auto t = std::make_unique<TimedCase>();
-    t->n = msg.at("n").get<std::size_t>();
-    t->element = element_of(msg);
-    t->f32 = msg.at("dtype").get<std::string>() == "float32";
-    const ScanKind kind = *parse_kind(msg.at("kind").get<std::string>());
+    t->n = msg.n;
+    t->element = element_of(msg.dtype);
+    t->f32 = msg.dtype == DType::Float32;
+    const ScanKind kind = msg.kind;
     t->kind = kind;
     // the case's values kind: fresh values before every call when it has any to draw
-    if (msg.contains("values")) {
-      const std::optional<ValueKind> values = parse_value_kind(msg["values"].get<std::string>());
-      if (!values) throw std::runtime_error("unknown values kind");
-      t->values = *values;
-      t->fresh = fresh_values(*values) && !timing::bench_variation().no_fresh;
-    }
+    t->values = msg.values;
+    t->fresh = fresh_values(msg.values) && !timing::bench_variation().no_fresh;
     t->shift = timing::bench_variation().shift;
-    const std::size_t bytes = t->n * t->element, offset = msg.value("offset", std::size_t{0});
+    const std::size_t bytes = t->n * t->element, offset = msg.offset;
     for (auto* b : {&t->pristine, &t->lo, &t->hi}) *b = std::make_unique<DeviceBuffer>(bytes, "checker");
     t->flush = std::make_unique<DeviceBuffer>(l2_flush_bytes(), "checker");
     t->first = std::make_unique<DeviceBuffer>(sizeof(unsigned long long), "checker");
@@ -310,35 +313,30 @@ class Checker {
     else
       acceptance_band_on_device<std::int32_t>(t->pristine->as<std::int32_t>(), t->n, kind, t->lo->as<std::int32_t>(),
                                               t->hi->as<std::int32_t>(), t->stream);
-    json sizes = json::array();
+    CheckerReply r;
     for (vmm::Mapping* m : {&t->in[0], &t->in[1], &t->out[0], &t->out[1]}) {
       int fd = -1;
       const std::size_t room = bytes + (m == &t->in[1] || m == &t->out[1] ? t->shift : 0);
-      if (std::string why = vmm::create(room, *m, fd); !why.empty()) return {{"error", why}};
+      if (std::string why = vmm::create(room, *m, fd); !why.empty()) return CheckerReply::failed(why);
       out_fds.push_back(fd);
-      sizes.push_back(m->size);
+      r.sizes.push_back(m->size);
     }
-    if (msg.value("paired_reference", false)) {
-      const Slot slot = *parse_slot(msg.at("slot").get<std::string>());
+    const Slot slot = msg.slot;
+    if (msg.paired_reference) {
       t->reference = t->f32 ? ReferenceCalls::make<float>(slot, kind, t->pristine->as<float>(), t->n)
                             : ReferenceCalls::make<std::int32_t>(slot, kind, t->pristine->as<std::int32_t>(), t->n);
     }
-    json baselines = nullptr;
-    if (msg.value("baselines", false)) {
-      const Slot slot = *parse_slot(msg.at("slot").get<std::string>());
+    if (msg.baselines) {
       // the reference alone too: the judge caps the paired reference times with it (timing_method.h)
       const Baselines b = t->f32 ? measure_baselines<float>(slot, kind, t->pristine->as<float>(), t->n)
                                  : measure_baselines<std::int32_t>(slot, kind, t->pristine->as<std::int32_t>(), t->n);
-      baselines = b;
+      r.baselines = b;
     }
     cuda(cudaDeviceSynchronize(), "preparing the timed case");
-    const bool t_fresh = t->fresh;
+    r.flush_bytes = l2_flush_bytes();
+    r.fresh_input = t->fresh;
     timed_ = std::move(t);
-    return {{"ok", true},
-            {"sizes", sizes},
-            {"baselines", baselines},
-            {"flush_bytes", l2_flush_bytes()},
-            {"fresh_input", t_fresh}};
+    return r;
   }
 
   TimedCase& timed(int j) {
@@ -361,7 +359,7 @@ class Checker {
 
   /// Fresh input (new values and their band, or the pristine input), poisoned output, flushed L2
   /// for pair j. The band is for this call: verify(j) comes before the next prime.
-  json prime(int j) {
+  CheckerReply prime(int j) {
     TimedCase& t = timed(j);
     const std::size_t bytes = t.n * t.element;
     if (t.fresh) {
@@ -380,17 +378,19 @@ class Checker {
     cuda(cudaMemsetAsync(t.output(j), 0xff, bytes, t.stream), "poisoning the output");
     cuda(cudaMemsetAsync(t.flush->get(), ++flushes_ & 0xff, l2_flush_bytes(), t.stream), "flushing L2");
     cuda(cudaStreamSynchronize(t.stream), "preparing a timed call");
-    return {{"ok", true}};
+    return {};
   }
 
   /// One call of the reference (bench.h: ReferenceCalls), paired with the student's last call.
-  json reference_call() {
+  CheckerReply reference_call() {
     if (!timed_ || !timed_->reference) throw std::runtime_error("no timed case with a paired reference");
-    return {{"ok", true}, {"ms", timed_->reference->next_ms()}};
+    CheckerReply r;
+    r.ms = timed_->reference->next_ms();
+    return r;
   }
 
   /// The first element of pair j's output outside the band, or null.
-  json verify(int j) {
+  CheckerReply verify(int j) {
     TimedCase& t = timed(j);
     auto* first = static_cast<unsigned long long*>(t.first->get());
     const std::optional<std::size_t> at =
@@ -398,7 +398,9 @@ class Checker {
                                      first, t.stream)
               : first_outside<std::int32_t>(static_cast<const std::int32_t*>(t.output(j)), t.lo->as<std::int32_t>(),
                                             t.lo->as<std::int32_t>(), t.n, first, t.stream);  // int32: lo = hi
-    return {{"ok", true}, {"outside", at ? json(*at) : json(nullptr)}};
+    CheckerReply r;
+    if (at) r.outside = *at;
+    return r;
   }
 
   int sock_;

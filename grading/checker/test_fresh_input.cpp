@@ -94,9 +94,10 @@ TEST(FreshInput, TheBoundedFloatBandHoldsTheExactRulesBand) {
       // and not needlessly wide: within 2.2x of the exact rule at the end (the mean magnitude is
       // about half the largest for random, real and large)
       const double exact_end = tolerance::bound(n, abs_sum, integers);
-      if (exact_end > 0)
+      if (exact_end > 0) {
         EXPECT_LE(tolerance::bound(n, fresh_abs_sum_bound(values, n), integer_values(values)), 2.2 * exact_end)
             << name(values);
+      }
     }
 }
 

@@ -26,12 +26,16 @@ struct DeviceCopy {
   std::size_t n = 0;
   explicit DeviceCopy(const std::vector<T>& v) : n(v.size()) {
     EXPECT_EQ(cudaMalloc(&p, (n ? n : 1) * sizeof(T)), cudaSuccess);
-    if (n) EXPECT_EQ(cudaMemcpy(p, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    if (n) {
+      EXPECT_EQ(cudaMemcpy(p, v.data(), n * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    }
   }
   ~DeviceCopy() { cudaFree(p); }
   std::vector<T> get() const {
     std::vector<T> v(n);
-    if (n) EXPECT_EQ(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    if (n) {
+      EXPECT_EQ(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    }
     return v;
   }
 };

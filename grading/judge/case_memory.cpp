@@ -101,38 +101,36 @@ class CheckerMemory : public CaseMemory {
       from = {staging_.fd(), 0};
     }
     std::vector<int> fds;
-    const json reply = checker_.request({{"op", "setup"}, {"n", n}, {"offset", from.offset}, {"share", !worker_holds}},
-                                        {from.fd}, &fds);
+    const CheckerReply reply = checker_.request(CheckerRequest::setup(n, element, from.offset, !worker_holds), {from.fd}, &fds);
     out.fds = fds;
-    if (reply.contains("error")) return "the checker could not set the case up: " + reply["error"].get<std::string>();
-    out.kept = worker_holds && reply.value("kept", false);
+    if (!reply.error.empty()) return "the checker could not set the case up: " + reply.error;
+    out.kept = worker_holds && reply.kept;
     if (fds.size() != (out.kept ? 0u : 2u))
       return "the checker sent " + std::to_string(fds.size()) + " descriptors, not " + (out.kept ? "0" : "2");
-    out.sizes = reply.at("sizes").get<std::vector<std::uint64_t>>();
+    out.sizes = reply.sizes;
     return "";
   }
   bool verified(ScanKind kind, DType dtype, std::string& error) override {
-    json reply;
+    CheckerReply reply;
     try {
-      reply = checker_.request({{"op", "check"}, {"kind", std::string(name(kind))}, {"dtype", std::string(name(dtype))}},
-                               {});
+      reply = checker_.request(CheckerRequest::check(kind, dtype), {});
     } catch (const std::exception& ex) {  // the checker is gone: a harness fault, not the submission's
       error = std::string("the checker could not check the case: ") + ex.what();
       return false;
     }
-    if (reply.contains("error")) {
-      error = "the checker could not check the case: " + reply["error"].get<std::string>();
+    if (!reply.error.empty()) {
+      error = "the checker could not check the case: " + reply.error;
       return false;
     }
-    if (!reply.value("verified", false)) return false;
+    if (!reply.verified) return false;
     release();
     return true;
   }
   std::string collect(void* zone, void* input_after) override {
     const std::size_t read_bytes = (n_ + 2 * kGuardElements) * element_ + n_ * element_;
     if (std::string why = staging_.reserve(std::max(read_bytes, std::size_t{1})); !why.empty()) return why;
-    const json reply = checker_.request({{"op", "collect"}}, {staging_.fd()});
-    if (reply.contains("error")) return "the checker could not read the case back: " + reply["error"].get<std::string>();
+    const CheckerReply reply = checker_.request(CheckerRequest::of(CheckerOp::Collect), {staging_.fd()});
+    if (!reply.error.empty()) return "the checker could not read the case back: " + reply.error;
     const std::size_t zone_bytes = (n_ + 2 * kGuardElements) * element_;
     std::memcpy(zone, staging_.data(), zone_bytes);
     if (n_) std::memcpy(input_after, staging_.data() + zone_bytes, n_ * element_);
@@ -140,7 +138,7 @@ class CheckerMemory : public CaseMemory {
   }
   void release() override {
     try {
-      checker_.request({{"op", "release"}}, {});
+      checker_.request(CheckerRequest::of(CheckerOp::Release), {});
     } catch (const std::exception&) {
     }
   }
@@ -205,11 +203,14 @@ CheckerProcess::CheckerProcess(const std::string& path, const std::string& log_p
   if (poll(&p, 1, 120000) <= 0 || !receive_with_fds(sock_, text, fds, 64 * 1024))
     throw std::runtime_error("the checker " + path + " did not start (see " + log_path + ")");
   for (int fd : fds) close(fd);
-  const json hello = json::parse(text, nullptr, false);
-  if (!hello.is_object() || hello.value("hello", 0) != 1) throw std::runtime_error("the checker's hello was garbled");
-  if (const std::string why = hello.value("error", std::string()); !why.empty())
-    throw std::runtime_error("the checker cannot use the GPU: " + why);
-  device_ = hello.value("device", std::string());
+  CheckerHello hello;
+  try {
+    hello = decode_checker_hello(text);
+  } catch (const MessageError& ex) {
+    throw std::runtime_error(std::string("the checker's hello was garbled (") + ex.what() + ")");
+  }
+  if (!hello.error.empty()) throw std::runtime_error("the checker cannot use the GPU: " + hello.error);
+  device_ = hello.device;
 }
 
 CheckerProcess::~CheckerProcess() {
@@ -224,10 +225,10 @@ CheckerProcess::~CheckerProcess() {
   }
 }
 
-json CheckerProcess::request(const json& message, const std::vector<int>& fds, std::vector<int>* got,
-                             double deadline_s) {
+CheckerReply CheckerProcess::request(const CheckerRequest& message, const std::vector<int>& fds, std::vector<int>* got,
+                                     double deadline_s) {
   if (sock_ < 0) throw std::runtime_error("the checker is gone");
-  if (!send_with_fds(sock_, message.dump(), fds)) throw std::runtime_error("the checker is gone");
+  if (!send_with_fds(sock_, encode(message), fds)) throw std::runtime_error("the checker is gone");
   pollfd p{sock_, POLLIN, 0};
   const int ready = poll(&p, 1, static_cast<int>(deadline_s * 1000));
   std::string text;
@@ -240,9 +241,11 @@ json CheckerProcess::request(const json& message, const std::vector<int>& fds, s
   if (got) *got = received;
   else
     for (int fd : received) close(fd);
-  const json reply = json::parse(text, nullptr, false);
-  if (!reply.is_object()) throw std::runtime_error("the checker's reply was garbled");
-  return reply;
+  try {
+    return decode_checker_reply(text, message.op);
+  } catch (const MessageError& ex) {
+    throw std::runtime_error(std::string("the checker's reply was garbled (") + ex.what() + ")");
+  }
 }
 
 std::unique_ptr<CaseMemory> host_memory() { return std::make_unique<HostMemory>(); }

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checker_messages.h"
 #include "process.h"
 #include "messages.h"
 #include "scangrade/suite.h"
@@ -69,10 +70,11 @@ class CheckerProcess {
   CheckerProcess(const std::string& path, const std::string& log_path);
   ~CheckerProcess();
   const std::string& device() const { return device_; }
-  /// One request and its reply, with descriptors both ways; throws std::runtime_error when the
-  /// checker fails or is gone (a harness fault). A reply's "error" is returned as is.
-  nlohmann::json request(const nlohmann::json& message, const std::vector<int>& fds, std::vector<int>* got = nullptr,
-                         double deadline_s = 300);
+  /// One request and its reply (checker_messages.h), with descriptors both ways; throws
+  /// std::runtime_error when the checker fails, is gone or garbles its reply (a harness fault). A
+  /// reply's error is returned as is.
+  CheckerReply request(const CheckerRequest& message, const std::vector<int>& fds, std::vector<int>* got = nullptr,
+                       double deadline_s = 300);
 
  private:
   pid_t pid_ = -1;
@@ -99,7 +101,7 @@ class CaseMemory {
   /// After the call: true when the trusted side showed, without reading anything back, that guards,
   /// input and output are right (the checker's device check); then the case is released. False:
   /// collect() and judge on the host (always on the emulation backend). "" or a harness error in `error`.
-  virtual bool verified(ScanKind kind, DType dtype, std::string& error) { return false; }
+  virtual bool verified(ScanKind /*kind*/, DType /*dtype*/, std::string& /*error*/) { return false; }
   /// After the call: the zone ((n + 2 guards) elements) into `zone`, the input into `input_after`.
   virtual std::string collect(void* zone, void* input_after) = 0;
   /// Forgets the case without reading it (after a timeout or a crash).

@@ -78,11 +78,11 @@ std::uintmax_t LogFile::size() const {
 }
 
 std::string LogFile::read_from(std::uintmax_t from) const {
-  return fd_ < 0 ? std::string() : sandbox::read_fd_capped(fd_, from, 4096, 16384).text;
+  return fd_ < 0 ? std::string() : read_fd_capped(fd_, from, 4096, 16384).text;
 }
 
-sandbox::CappedText LogFile::read_capped(std::size_t head, std::size_t tail) const {
-  return fd_ < 0 ? sandbox::CappedText{} : sandbox::read_fd_capped(fd_, 0, head, tail);
+CappedText LogFile::read_capped(std::size_t head, std::size_t tail) const {
+  return fd_ < 0 ? CappedText{} : read_fd_capped(fd_, 0, head, tail);
 }
 
 // --- Channel ---------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "files.h"
 #include "sandbox.h"
 
 namespace scangrade::grader {
@@ -45,7 +46,7 @@ class LogFile {
   /// What was written from byte `from` on, capped (the student may have written a flood).
   std::string read_from(std::uintmax_t from) const;
   /// Its first `head` and last `tail` bytes, and how much was left out between them.
-  sandbox::CappedText read_capped(std::size_t head, std::size_t tail) const;
+  CappedText read_capped(std::size_t head, std::size_t tail) const;
 
  private:
   int fd_ = -1;

@@ -138,88 +138,111 @@ void check_and_complete(Options& o, const std::optional<std::string>& secret_fil
 
 }  // namespace
 
-Options parse_args(const std::vector<std::string>& args) {
-  Options o;
-  std::optional<std::string> secret_file;
-  const auto value = [&](std::size_t& i) -> std::string {
-    if (i + 1 >= args.size()) throw UsageError(args[i] + " needs a value");
-    return args[++i];
-  };
-  const auto number = [&](std::size_t& i) -> double {
-    const std::string flag = args[i];
-    const std::string text = value(i);
+namespace {
+
+/// The command line's arguments, read one flag at a time.
+class ArgReader {
+ public:
+  explicit ArgReader(const std::vector<std::string>& args) : args_(args) {}
+  bool more() const { return i_ < args_.size(); }
+  const std::string& next() { return args_[i_++]; }
+  /// The value after the flag just read.
+  std::string value() {
+    if (i_ >= args_.size()) throw UsageError(args_[i_ - 1] + " needs a value");
+    return args_[i_++];
+  }
+  double number() {
+    const std::string flag = args_[i_ - 1];
+    const std::string text = value();
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
     if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
       throw UsageError(flag + ": expected a positive number, got '" + text + "'");
     return v;
-  };
-  const auto count = [&](std::size_t& i, const char* what) -> std::size_t {
-    const std::string flag = args[i];
-    const std::string text = value(i);
+  }
+  std::size_t count(const char* what) {
+    const std::string flag = args_[i_ - 1];
+    const std::string text = value();
     char* end = nullptr;
     const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
     if (text.empty() || *end != '\0' || text[0] == '-')
       throw UsageError(flag + ": expected " + what + ", got '" + text + "'");
     return static_cast<std::size_t>(n);
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") o.help = true;
-    else if (a == "--worker") o.worker = value(i);
-    else if (a == "--checker") o.checker = value(i);
-    else if (a == "--out") o.out = value(i);
-    else if (a == "--submission-name") o.submission_name = value(i);
-    else if (a == "--submission-path") o.submission_path = value(i);
-    else if (a == "--backend") o.backend = value(i);
-    else if (a == "--suite") o.suites.push_back(value(i));
-    else if (a == "--hidden-suite") o.hidden_suites.push_back(value(i));
-    else if (a == "--secret") o.secret = value(i);
-    else if (a == "--secret-file") secret_file = value(i);
-    else if (a == "--build-json") o.build_json = value(i);
-    else if (a == "--budget-s") o.budget_s = number(i);
-    else if (a == "--stop-after-timeouts") o.stop_after_timeouts = count(i, "a count");
-    else if (a == "--stop-after-crashes") o.stop_after_crashes = count(i, "a count");
-    else if (a == "--timeout-scale") o.timeout_scale = number(i);
-    else if (a == "--compute-sanitizer") o.compute_sanitizer = value(i);
-    else if (a == "--gpu-lock") {
-      o.gpu_lock = value(i);
-      for (const std::string& path : {o.gpu_lock, o.gpu_lock + ".gate"}) {
-        const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (fd < 0) throw UsageError("--gpu-lock: cannot open " + path + ": " + std::strerror(errno));
-        ::close(fd);
-      }
-    } else if (a == "--baseline-cache") {
-      o.baseline_cache = value(i);
-    } else if (a == "--case-cache") {
-      o.case_cache = value(i);
+  }
+
+ private:
+  const std::vector<std::string>& args_;
+  std::size_t i_ = 0;
+};
+
+/// Reads flag `a` (and its value from `r`) into `o`.
+void read_flag(const std::string& a, ArgReader& r, Options& o, std::optional<std::string>& secret_file) {
+  if (a == "--help" || a == "-h") o.help = true;
+  else if (a == "--worker") o.worker = r.value();
+  else if (a == "--checker") o.checker = r.value();
+  else if (a == "--out") o.out = r.value();
+  else if (a == "--submission-name") o.submission_name = r.value();
+  else if (a == "--submission-path") o.submission_path = r.value();
+  else if (a == "--backend") o.backend = r.value();
+  else if (a == "--suite") o.suites.push_back(r.value());
+  else if (a == "--hidden-suite") o.hidden_suites.push_back(r.value());
+  else if (a == "--secret") o.secret = r.value();
+  else if (a == "--secret-file") secret_file = r.value();
+  else if (a == "--build-json") o.build_json = r.value();
+  else if (a == "--budget-s") o.budget_s = r.number();
+  else if (a == "--stop-after-timeouts") o.stop_after_timeouts = r.count("a count");
+  else if (a == "--stop-after-crashes") o.stop_after_crashes = r.count("a count");
+  else if (a == "--timeout-scale") o.timeout_scale = r.number();
+  else if (a == "--compute-sanitizer") o.compute_sanitizer = r.value();
+  else if (a == "--gpu-lock") {
+    o.gpu_lock = r.value();
+    for (const std::string& path : {o.gpu_lock, o.gpu_lock + ".gate"}) {
+      const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+      if (fd < 0) throw UsageError("--gpu-lock: cannot open " + path + ": " + std::strerror(errno));
+      ::close(fd);
     }
-    else if (a == "--verbose") o.verbose = true;
-    else if (a == "--sandbox") {
-      o.sandbox = value(i);
-      if (o.sandbox != "auto" && o.sandbox != "require" && o.sandbox != "off")
-        throw UsageError("--sandbox: expected auto, require or off, got '" + o.sandbox + "'");
-    } else if (a == "--bwrap") {
-      o.bwrap = value(i);
-    } else if (a == "--sandbox-uid") {
-      o.sandbox_uid = static_cast<unsigned>(count(i, "a uid"));
-    }
-    else if (a == "--sanitizer") {
-      const std::string v = value(i);
-      if (v != "auto" && v != "off") throw UsageError("--sanitizer: expected auto or off, got '" + v + "'");
-      o.sanitizer = v == "auto";
-    } else if (a == "--only-slot") {
-      const std::string v = value(i);
-      o.only_slot = parse_slot(v);
-      if (!o.only_slot)
-        throw UsageError("--only-slot: '" + v + "' is not one of hillis_steele, blelloch, hierarchical, single_pass");
-    } else if (a == "--max-n") {
-      o.max_n = count(i, "an element count");
-    } else if (a == "--log-limit") {
-      o.log_limit = count(i, "a byte count");
-    } else {
-      throw UsageError("unknown argument '" + a + "'");
-    }
+  } else if (a == "--baseline-cache") {
+    o.baseline_cache = r.value();
+  } else if (a == "--case-cache") {
+    o.case_cache = r.value();
+  }
+  else if (a == "--verbose") o.verbose = true;
+  else if (a == "--sandbox") {
+    o.sandbox = r.value();
+    if (o.sandbox != "auto" && o.sandbox != "require" && o.sandbox != "off")
+      throw UsageError("--sandbox: expected auto, require or off, got '" + o.sandbox + "'");
+  } else if (a == "--bwrap") {
+    o.bwrap = r.value();
+  } else if (a == "--sandbox-uid") {
+    o.sandbox_uid = static_cast<unsigned>(r.count("a uid"));
+  }
+  else if (a == "--sanitizer") {
+    const std::string v = r.value();
+    if (v != "auto" && v != "off") throw UsageError("--sanitizer: expected auto or off, got '" + v + "'");
+    o.sanitizer = v == "auto";
+  } else if (a == "--only-slot") {
+    const std::string v = r.value();
+    o.only_slot = parse_slot(v);
+    if (!o.only_slot)
+      throw UsageError("--only-slot: '" + v + "' is not one of hillis_steele, blelloch, hierarchical, single_pass");
+  } else if (a == "--max-n") {
+    o.max_n = r.count("an element count");
+  } else if (a == "--log-limit") {
+    o.log_limit = r.count("a byte count");
+  } else {
+    throw UsageError("unknown argument '" + a + "'");
+  }
+}
+
+}  // namespace
+
+Options parse_args(const std::vector<std::string>& args) {
+  Options o;
+  std::optional<std::string> secret_file;
+  ArgReader r(args);
+  while (r.more()) {
+    const std::string a = r.next();
+    read_flag(a, r, o, secret_file);
   }
   if (o.help) return o;
   check_and_complete(o, secret_file);

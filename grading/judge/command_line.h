@@ -32,7 +32,7 @@ struct Options {
   std::size_t log_limit = 65536;
   std::string gpu_lock;                   // --gpu-lock FILE: shared around GPU use, exclusive around timing
   std::string baseline_cache;             // --baseline-cache FILE: baselines timed once per batch and GPU
-  std::string case_cache;                 // --case-cache DIR: inputs and oracle outputs made once per batch (case_cache.h)
+  std::string case_cache;                 // --case-cache DIR: inputs and oracle outputs made once per batch (case_data.h)
   std::string sandbox = "auto";           // --sandbox auto|require|off (grading/sandbox/sandbox.h)
   std::string bwrap = "bwrap";            // --bwrap PATH: the bubblewrap executable
   std::optional<unsigned> sandbox_uid;    // --sandbox-uid N: the uid student code runs as (when root)

@@ -7,7 +7,7 @@
 #include <future>
 #include <iostream>
 
-#include "case_cache.h"
+#include "case_data.h"
 #include "passes.h"
 #include "protocol.h"
 #include "scangrade/check.h"
@@ -227,7 +227,10 @@ struct Streaks {
 
   void record(const Entry& e, Status s, bool ran) {
     Run& r = run[e.c.slot];
-    if (s != r.status) r = Run{s};
+    if (s != r.status) {
+      r = Run{};
+      r.status = s;
+    }
     ++r.count;
     if (ran && s == Status::Crash) {
       r.min_n = r.dtypes.empty() ? e.c.n : std::min(r.min_n, e.c.n);
@@ -304,7 +307,7 @@ double functional_pass(const Options& o, const Build& build, const std::string& 
       });
   };
   const auto waited = [&] { return session ? session->lock_wait_s() : 0.0; };
-  Streaks streaks{o.stop_after_timeouts, o.stop_after_crashes};
+  Streaks streaks{o.stop_after_timeouts, o.stop_after_crashes, {}, {}};
   std::set<Slot> rerun;  // slots whose first failure after other cases was run again alone
   std::map<Slot, std::size_t> largest_passed;  // per slot, the largest n of a case that passed
   make_ahead(0);

@@ -172,7 +172,7 @@ json environment_json(const Session* session, const std::string& compute_sanitiz
 json student_output_json(const LogFile* student_log, std::size_t limit) {
   json student_output = {{"text", ""}, {"truncated", false}};
   if (student_log == nullptr) return student_output;
-  const sandbox::CappedText log = student_log->read_capped(limit / 2, limit - limit / 2);
+  const CappedText log = student_log->read_capped(limit / 2, limit - limit / 2);
   student_output["text"] = log.text;
   student_output["truncated"] = log.dropped > 0;
   return student_output;

@@ -8,8 +8,6 @@
 #include <iostream>
 
 #include "protocol.h"
-#include "scangrade/inputs.h"
-#include "scangrade/oracle.h"
 #include "text.h"
 
 namespace scangrade::grader {
@@ -21,28 +19,6 @@ namespace {
 constexpr const char* kTimeoutHint = "the kernel may spin forever, e.g. waiting for a tile that never started";
 
 }  // namespace
-
-CaseInput make_case_input(const Entry& e) {
-  CaseInput in;
-  if (e.c.dtype == DType::Float32) in.f32 = make_input<float>(e.input_case);
-  else in.i32 = make_input<std::int32_t>(e.input_case);
-  return in;
-}
-
-std::vector<double> case_oracle(const Entry& e, const CaseInput& input) {
-  return e.c.dtype == DType::Float32 ? oracle_scan(input.f32, e.c.kind) : oracle_scan(input.i32, e.c.kind);
-}
-
-CaseData make_case_data(const Entry& e) {
-  CaseData d;
-  try {
-    d.input = make_case_input(e);
-    d.expected = case_oracle(e, d.input);
-  } catch (const std::exception& ex) {
-    d.error = ex.what();
-  }
-  return d;
-}
 
 Session::Session(const Options& o, std::unique_ptr<Channel> channel, const sandbox::Sandbox* sandbox)
     : o_(o), channel_(std::move(channel)), dir_(channel_->dir()), log_(channel_->student_log()), sandbox_(sandbox) {
@@ -231,28 +207,7 @@ bool Session::ensure_worker(CaseResult& r) {
   }
   std::uintmax_t log_from = 0;
   Clock::time_point started = Clock::now();
-  if (!spares_.empty()) {  // started earlier: its CUDA context may be up already
-    worker_ = std::move(spares_.front().process);
-    log_from = spares_.front().log_from;
-    started = spares_.front().started;
-    spares_.pop_front();
-  } else {
-    log_from = log_.size();
-    try {
-      worker_ = start_worker();
-    } catch (const std::exception& ex) {
-      harness_fault(r, std::string("cannot start the worker: ") + ex.what());
-      start_broken_ = r;
-      return false;
-    }
-    // the checker's CUDA context comes up while the worker's does (not one after the other)
-    if (o_.backend == "gpu" && !checker_) {
-      CaseResult ignored;  // a checker that cannot start is reported by the case that needs it
-      const auto checker_started = Clock::now();
-      if (case_memory(ignored)) checker_start_s_ = seconds_since(checker_started);
-      else errors_.pop_back();
-    }
-  }
+  if (!take_worker(r, log_from, started)) return false;
   std::optional<Hello> h;
   Status status;
   std::string problem = read_hello(*worker_, hello_deadline_s(false), log_, log_from, h, status);
@@ -265,29 +220,61 @@ bool Session::ensure_worker(CaseResult& r) {
               "), and on the GPU no case is graded unwatched (if every submission shows this, the grading "
               "machine's CUPTI does not work: please report)";
   }
-  if (problem.empty()) {
-    hello_ = h;
-    failed_starts_ = 0;
-    cases_in_worker_ = 0;
-    worker_slots_.clear();
-    const double took = seconds_since(started);
-    worker_start_s_ += took;
-    ++workers_started_;
-    if (o_.verbose || !o_.gpu_lock.empty()) {
-      // the steady clock is CLOCK_MONOTONIC here and in the worker: one clock for both
-      const auto at = [&](std::int64_t ns) {
-        return ns > 0 ? format_seconds(std::chrono::duration<double>(Clock::time_point(std::chrono::nanoseconds(ns)) -
-                                                                     started).count())
-                      : std::string("?");
-      };
-      std::cerr << "scangrade_judge: worker " << workers_started_ << " ready " << format_seconds(took)
-                << " s after its start (its own code ran " << at(h->loaded_ns) << " s after it, its CUDA context "
-                << format_seconds(h->device_ms / 1000) << " s, the policy monitor "
-                << format_seconds(h->monitor_ms / 1000) << " s, the hello sent at " << at(h->sent_ns) << " s)\n";
-    }
-    warm_spares();
+  if (!problem.empty()) return worker_failed(r, status, problem);
+  worker_ready(*h, started);
+  return true;
+}
+
+bool Session::take_worker(CaseResult& r, std::uintmax_t& log_from, Clock::time_point& started) {
+  if (!spares_.empty()) {  // started earlier: its CUDA context may be up already
+    worker_ = std::move(spares_.front().process);
+    log_from = spares_.front().log_from;
+    started = spares_.front().started;
+    spares_.pop_front();
     return true;
   }
+  log_from = log_.size();
+  try {
+    worker_ = start_worker();
+  } catch (const std::exception& ex) {
+    harness_fault(r, std::string("cannot start the worker: ") + ex.what());
+    start_broken_ = r;
+    return false;
+  }
+  // the checker's CUDA context comes up while the worker's does (not one after the other)
+  if (o_.backend == "gpu" && !checker_) {
+    CaseResult ignored;  // a checker that cannot start is reported by the case that needs it
+    const auto checker_started = Clock::now();
+    if (case_memory(ignored)) checker_start_s_ = seconds_since(checker_started);
+    else errors_.pop_back();
+  }
+  return true;
+}
+
+void Session::worker_ready(const Hello& h, Clock::time_point started) {
+  hello_ = h;
+  failed_starts_ = 0;
+  cases_in_worker_ = 0;
+  worker_slots_.clear();
+  const double took = seconds_since(started);
+  worker_start_s_ += took;
+  ++workers_started_;
+  if (o_.verbose || !o_.gpu_lock.empty()) {
+    // the steady clock is CLOCK_MONOTONIC here and in the worker: one clock for both
+    const auto at = [&](std::int64_t ns) {
+      return ns > 0 ? format_seconds(std::chrono::duration<double>(Clock::time_point(std::chrono::nanoseconds(ns)) -
+                                                                   started).count())
+                    : std::string("?");
+    };
+    std::cerr << "scangrade_judge: worker " << workers_started_ << " ready " << format_seconds(took)
+              << " s after its start (its own code ran " << at(h.loaded_ns) << " s after it, its CUDA context "
+              << format_seconds(h.device_ms / 1000) << " s, the policy monitor "
+              << format_seconds(h.monitor_ms / 1000) << " s, the hello sent at " << at(h.sent_ns) << " s)\n";
+  }
+  warm_spares();
+}
+
+bool Session::worker_failed(CaseResult& r, Status status, std::string problem) {
   worker_.reset();
   spares_.clear();  // started the same way: they would fail the same way
   if (status == Status::InternalError && (o_.backend != "gpu" || checker_)) {

@@ -1,8 +1,9 @@
-// The judge's worker session: the cases and their verdicts, and the Session that starts workers
-// (spares ahead once workers are being lost), sends them commands under deadlines, holds the GPU
-// lock around GPU work and runs the functional, timing and compute-sanitizer passes.
-// Session's members live in session.cpp (workers, exchanges), functional.cpp, timing.cpp and
-// sanitizer.cpp (one file per pass).
+// The judge's worker session: the verdicts of cases, and the Session that starts workers (spares
+// ahead once workers are being lost), sends them commands under deadlines, holds the GPU lock around
+// GPU work and runs the functional, timing and compute-sanitizer passes. A case's data (Entry, its
+// input, the oracle's output, the case cache) is case_data.h's.
+// Session is declared here only; its members live in session.cpp (workers, exchanges),
+// functional.cpp, timing.cpp and sanitizer.cpp (one file per pass).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "case_data.h"
 #include "case_memory.h"
 #include "channel.h"
 #include "command_line.h"
@@ -31,13 +33,6 @@
 
 namespace scangrade::grader {
 
-/// One case to grade, with where it came from.
-struct Entry {
-  const Suite* suite = nullptr;
-  Case c;           // as written (c.seed is what results record)
-  Case input_case;  // the case whose seed makes the input (the secret mixed in when hidden)
-};
-
 struct CaseResult {
   Status status = Status::InternalError;
   std::string message;
@@ -48,40 +43,6 @@ struct CaseResult {
   /// could not be mapped): the state of its process, which an earlier slot's code may have broken.
   bool worker_harness_error = false;
 };
-
-/// A case's input, in its element type (the other vector stays empty).
-struct CaseInput {
-  std::vector<std::int32_t> i32;
-  std::vector<float> f32;
-  const void* data() const { return i32.empty() ? static_cast<const void*>(f32.data()) : i32.data(); }
-  std::size_t bytes() const { return i32.size() * sizeof(std::int32_t) + f32.size() * sizeof(float); }
-};
-
-/// The input of a case (Entry::input_case), made the one way every pass makes it (inputs.h).
-CaseInput make_case_input(const Entry& e);
-
-/// The oracle's output for a case's input (oracle.h); throws std::range_error as oracle_scan does.
-std::vector<double> case_oracle(const Entry& e, const CaseInput& input);
-
-/// What the judge makes for a case before a worker runs it: the input and the oracle's output
-/// (made ahead, on another thread, while the worker runs the previous case). On the GPU backend a
-/// case that passes needs neither in the judge (the checker reads the input from the case cache
-/// and checks the output on the device): `in_cache` says the data is only in the cache,
-/// `has_expected` false that the oracle has not run; complete_case_data makes both when needed.
-struct CaseData {
-  CaseInput input;
-  std::vector<double> expected;
-  bool in_cache = false;
-  bool has_expected = true;
-  std::string error;  // why they could not be made
-  template <typename T>
-  const std::vector<T>& values() const {
-    if constexpr (std::is_same_v<T, float>) return input.f32;
-    else return input.i32;
-  }
-};
-
-CaseData make_case_data(const Entry& e);
 
 /// What one compute-sanitizer process running one tool over some cases found.
 struct ToolRun {
@@ -229,6 +190,11 @@ class Session {
 
   /// A live worker, or the verdict for the case that needed one.
   bool ensure_worker(CaseResult& r);
+  /// ensure_worker's steps: a spare or a new worker (false, with r's verdict, when none starts);
+  /// the bookkeeping of a worker that said hello; the verdict of one that did not (returns false).
+  bool take_worker(CaseResult& r, std::uintmax_t& log_from, Clock::time_point& started);
+  void worker_ready(const Hello& h, Clock::time_point started);
+  bool worker_failed(CaseResult& r, Status status, std::string problem);
   /// A worker, or `tool` (compute-sanitizer's argv before the program) running one: its output goes
   /// to the sanitizer log and it may write the channel's io/ folder.
   std::unique_ptr<WorkerProcess> start_worker(const std::vector<std::string>& tool = {}) const;

@@ -10,7 +10,7 @@
 #include <random>
 #include <sstream>
 
-#include "sandbox.h"
+#include "files.h"
 
 namespace scangrade::grader {
 
@@ -72,14 +72,8 @@ Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-std::uintmax_t file_size_or_zero(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  return ec ? 0 : size;
-}
-
 std::string read_from(const std::string& path, std::uintmax_t from) {
-  return sandbox::read_file_capped(path, from, 4096, 16384).text;  // the student may have written a flood
+  return read_file_capped(path, from, 4096, 16384).text;  // the student may have written a flood
 }
 
 }  // namespace scangrade::grader

@@ -1,4 +1,4 @@
-// Small helpers of the judge: text, clocks, files.
+// Small helpers of the judge: text, clocks, a log's tail (files.h holds the file helpers).
 #pragma once
 
 #include <chrono>
@@ -25,9 +25,6 @@ double seconds_since(Clock::time_point t);
 /// Now plus `seconds`.
 Clock::time_point after(double seconds);
 
-/// The size of the file at `path`, 0 when it cannot be read.
-std::uintmax_t file_size_or_zero(const std::string& path);
-/// Text appended to `path` since byte `from`.
 /// What `path` holds from byte `from` on, capped: the first 4 KiB and last 16 KiB and a count of the rest.
 std::string read_from(const std::string& path, std::uintmax_t from);
 

@@ -6,9 +6,10 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <utility>
 
 #include "protocol.h"
-#include "case_cache.h"
+#include "case_data.h"
 #include "session.h"
 #include "results.h"
 #include "text.h"
@@ -179,6 +180,8 @@ void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_
 
 /// One timed case's series: what time_series' steps share.
 struct Session::Series {
+  Series(const Entry& entry, CaseResult& result, std::string baseline_key)
+      : e(entry), r(result), key(std::move(baseline_key)) {}
   const Entry& e;
   CaseResult& r;
   std::string key;                   // the baseline cache's key
@@ -193,7 +196,7 @@ struct Session::Series {
 };
 
 void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, json& cache, bool& cache_changed) {
-  Series s{e, r, baseline_key(checker_->device(), e), std::nullopt, {}};
+  Series s(e, r, baseline_key(checker_->device(), e));
   s.cached = cached_baselines(cache, s.key);
   s.variation = timing::bench_variation();
   if (!s.variation.error.empty()) return errors_.push_back("cannot time " + e.c.id + ": " + s.variation.error);
@@ -215,7 +218,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
 
 void Session::end_checker_series() {
   try {
-    checker_->request({{"op", "time_end"}}, {});
+    checker_->request(CheckerRequest::of(CheckerOp::TimeEnd), {});
   } catch (const std::exception&) {
   }
 }
@@ -234,18 +237,9 @@ bool Session::open_series(Series& s, const CachedInput& in) {
   const std::size_t n = e.c.n;
   s.bytes = n * (e.c.dtype == DType::Float32 ? sizeof(float) : sizeof(std::int32_t));
   std::vector<int> fds;
-  json setup;
+  CheckerReply setup;
   try {
-    setup = checker_->request({{"op", "time_setup"},
-                               {"slot", std::string(name(e.c.slot))},
-                               {"dtype", std::string(name(e.c.dtype))},
-                               {"kind", std::string(name(e.c.kind))},
-                               {"values", std::string(name(e.c.values))},
-                               {"n", n},
-                               {"offset", in.offset},
-                               {"baselines", !s.cached.has_value()},
-                               {"paired_reference", true}},
-                              {in.fd}, &fds);
+    setup = checker_->request(CheckerRequest::time_setup(e.c, in.offset, !s.cached.has_value(), true), {in.fd}, &fds);
   } catch (const std::exception& ex) {
     errors_.push_back("cannot time " + e.c.id + ": " + ex.what());
     return false;
@@ -253,19 +247,19 @@ bool Session::open_series(Series& s, const CachedInput& in) {
   SharedBuffers buffers;
   buffers.fds = fds;
   prepare_s_ += seconds_since(prepared);
-  if (setup.contains("error") || fds.size() != 4) {
+  if (!setup.error.empty() || fds.size() != 4) {
     end_checker_series();
-    errors_.push_back("cannot time " + e.c.id + ": the checker: " + setup.value("error", std::string("no buffers")));
+    errors_.push_back("cannot time " + e.c.id + ": the checker: " + (setup.error.empty() ? "no buffers" : setup.error));
     return false;
   }
-  s.used = s.cached ? *s.cached : setup.at("baselines").get<Baselines>();
-  s.flush_bytes = setup.value("flush_bytes", std::size_t{0});
-  s.fresh_input = setup.value("fresh_input", false);
+  s.used = s.cached ? *s.cached : setup.baselines.value();
+  s.flush_bytes = setup.flush_bytes;
+  s.fresh_input = setup.fresh_input;
 
   // the worker maps the four buffers
   Command begin = command(Mode::TimeBegin, e);
   begin.shared = true;
-  begin.sizes = setup.at("sizes").get<std::vector<std::uint64_t>>();
+  begin.sizes = setup.sizes;
   worker_->send_fds(buffers.fds);
   buffers.close();
   s.deadline_s = case_deadline_s(e.c);
@@ -296,14 +290,14 @@ std::optional<Exchange> Session::series_call(Series& s, int j, TimeCallReply& re
 }
 
 bool Session::series_prime(Series& s, int j) {
-  json primed;
+  CheckerReply primed;
   try {
-    primed = checker_->request({{"op", "prime"}, {"j", j}}, {});
+    primed = checker_->request(CheckerRequest::prime(j), {});
   } catch (const std::exception& ex) {
-    primed = {{"error", ex.what()}};
+    primed = CheckerReply::failed(ex.what());
   }
-  if (!primed.contains("error")) return true;
-  errors_.push_back("cannot time " + s.e.c.id + ": the checker: " + primed["error"].get<std::string>());
+  if (primed.error.empty()) return true;
+  errors_.push_back("cannot time " + s.e.c.id + ": the checker: " + primed.error);
   end_checker_series();
   return false;
 }
@@ -353,40 +347,39 @@ bool Session::run_pairs(Series& s) {
       end_checker_series();
       return false;
     }
-    json verified;
+    CheckerReply verified;
     try {
-      verified = checker_->request({{"op", "verify"}, {"j", j}}, {});
+      verified = checker_->request(CheckerRequest::verify(j), {});
     } catch (const std::exception& ex) {
-      verified = {{"error", ex.what()}};
+      verified = CheckerReply::failed(ex.what());
     }
-    if (verified.contains("error")) {
-      errors_.push_back("cannot time " + e.c.id + ": the checker: " + verified["error"].get<std::string>());
+    if (!verified.error.empty()) {
+      errors_.push_back("cannot time " + e.c.id + ": the checker: " + verified.error);
       end_checker_series();
       return false;
     }
-    if (!verified["outside"].is_null()) {
-      not_computed(s, i, verified["outside"].get<std::uint64_t>());
+    if (verified.outside) {
+      not_computed(s, i, *verified.outside);
       abandon_series(s);
       return false;
     }
     if (i < kWarmup) continue;
     // the paired reference call (the checker made its own warm-up calls at time_setup)
-    json paired;
+    CheckerReply paired;
     try {
-      paired = checker_->request({{"op", "reference_call"}}, {});
+      paired = checker_->request(CheckerRequest::of(CheckerOp::ReferenceCall), {});
     } catch (const std::exception& ex) {
-      paired = {{"error", ex.what()}};
+      paired = CheckerReply::failed(ex.what());
     }
-    if (paired.contains("error") || !paired.contains("ms") || !paired["ms"].is_number()) {
-      errors_.push_back("cannot time " + e.c.id + ": the checker's reference call: " +
-                        paired.value("error", std::string("no time")));
+    if (!paired.error.empty()) {
+      errors_.push_back("cannot time " + e.c.id + ": the checker's reference call: " + paired.error);
       abandon_series(s);
       return false;
     }
     s.event_ms.push_back(reply.event_ms);
     s.host_ms.push_back(reply.host_ms);
     s.judge_ms.push_back(std::max(0.0, wall - s.overhead_ms));
-    s.reference_ms.push_back(paired["ms"].get<double>());
+    s.reference_ms.push_back(paired.ms);
     s.event_ratios.push_back(reply.event_ms > 0 ? s.reference_ms.back() / reply.event_ms : 0.0);
     const double elapsed_s = seconds_since(series_start);
     if (!series_done(s.event_ratios, elapsed_s, s.variation)) continue;

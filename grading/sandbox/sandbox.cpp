@@ -1,6 +1,8 @@
 // The sandbox around student processes (sandbox.h).
 #include "sandbox.h"
 
+#include "files.h"
+
 #include <dirent.h>
 #include <algorithm>
 #include <fcntl.h>
@@ -34,13 +36,6 @@ bool write_text(const std::string& path, const std::string& text) {
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   return ok;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 bool has_word(const std::string& words, const std::string& word) {
@@ -91,7 +86,7 @@ int run_quietly(const std::vector<std::string>& argv, const Run* run, std::strin
     _exit(127);
   }
   close(out[1]);
-  const CappedText text = read_capped(out[0], 4096, 0);
+  const grader::CappedText text = grader::read_capped(out[0], 4096, 0);
   close(out[0]);
   if (output) *output = text.text;
   int status = 0;
@@ -166,25 +161,8 @@ void to_json(nlohmann::json& j, const Isolation& iso) {
 
 // --- Sandbox ---------------------------------------------------------------------------------------
 
-Sandbox::Sandbox(Config config) : config_(std::move(config)) {
-  iso_.mode = mode_name(config_.mode);
-  iso_.limits = config_.limits;
-  iso_.tool = "none";
-  const bool root = geteuid() == 0;
-  if (config_.mode == Mode::Off) {
-    iso_.limits_via = "none";
-    iso_.notes.push_back("--sandbox off: student code runs with the grader's uid, filesystem and network");
-    return;
-  }
-  if (root) {
-    drop_uid_ = config_.uid.value_or(kNobody);
-    iso_.uid_dropped = true;
-    iso_.uid = drop_uid_;
-  } else {
-    iso_.notes.push_back("the grader does not run as root: student code keeps the grader's uid (inside its own user namespace when sandboxed)");
-  }
-
-  // cgroup v2: <mount>/scangrade/<name>-<pid> with memory, pids and cpu limits; runs in leaves below
+// cgroup v2: <mount>/scangrade/<name>-<pid> with memory, pids and cpu limits; runs in leaves below.
+std::string Sandbox::make_cgroup() {
   std::string why_no_cgroup;
   const std::string mount = cgroup2_mount();
   if (mount.empty()) {
@@ -194,9 +172,9 @@ Sandbox::Sandbox(Config config) : config_(std::move(config)) {
     if (mkdir(base.c_str(), 0755) != 0 && errno != EEXIST) {
       why_no_cgroup = "cannot create " + base + ": " + errno_text();
     } else {
-      const std::string have = read_text(mount + "/cgroup.subtree_control");
+      const std::string have = grader::read_file(mount + "/cgroup.subtree_control").value_or("");
       if (!has_word(have, "memory") || !has_word(have, "pids")) write_text(mount + "/cgroup.subtree_control", "+memory +pids +cpu");
-      const std::string now = read_text(mount + "/cgroup.subtree_control");
+      const std::string now = grader::read_file(mount + "/cgroup.subtree_control").value_or("");
       if (!has_word(now, "memory") || !has_word(now, "pids")) {
         why_no_cgroup = "the cgroup v2 hierarchy at " + mount + " does not delegate the memory and pids controllers (it has: '" +
                         now.substr(0, now.find('\n')) + "')";
@@ -221,30 +199,27 @@ Sandbox::Sandbox(Config config) : config_(std::move(config)) {
       }
     }
   }
-  if (!cgroup_parent_.empty()) {
-    iso_.limits_via = "cgroup v2";
-  } else {
-    iso_.limits_via = "rlimit";
-    iso_.notes.push_back("no cgroup: " + why_no_cgroup + "; limits by rlimits (processes, file size, CPU time, open files, no core dumps)");
-    // RLIMIT_NPROC counts every process of the uid: allow `pids` more than it has now
-    std::uint64_t have = 0;
-    const uid_t uid = drop_uid_.value_or(getuid());
-    if (DIR* d = opendir("/proc")) {
-      while (dirent* e = readdir(d)) {
-        struct stat st {};
-        if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && stat(("/proc/" + std::string(e->d_name)).c_str(), &st) == 0 &&
-            st.st_uid == uid)
-          ++have;
-      }
-      closedir(d);
-    }
-    nproc_limit_ = have + config_.limits.pids;
-  }
+  return why_no_cgroup;
+}
 
-  // bubblewrap: found, and able to make its namespaces here (Docker's default seccomp profile, say,
-  // forbids user namespaces): one sandboxed `true` tells
-  bwrap_path_ = find_in_path(config_.bwrap);
-  setpriv_path_ = access("/usr/bin/setpriv", X_OK) == 0 ? "/usr/bin/setpriv" : "";
+// RLIMIT_NPROC counts every process of the uid: allow `pids` more than it has now.
+std::uint64_t Sandbox::nproc_for_rlimit() const {
+  std::uint64_t have = 0;
+  const uid_t uid = drop_uid_.value_or(getuid());
+  if (DIR* d = opendir("/proc")) {
+    while (dirent* e = readdir(d)) {
+      struct stat st {};
+      if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && stat(("/proc/" + std::string(e->d_name)).c_str(), &st) == 0 &&
+          st.st_uid == uid)
+        ++have;
+    }
+    closedir(d);
+  }
+  return have + config_.limits.pids;
+}
+
+// Whether bubblewrap can make its namespaces here: "" when it can (iso_.sandboxed), else why not.
+std::string Sandbox::probe_bwrap() {
   std::string why_no_bwrap;
   if (bwrap_path_.empty()) {
     why_no_bwrap = "bubblewrap (" + config_.bwrap + ") is not installed (apt-get install bubblewrap, or --bwrap PATH)";
@@ -268,6 +243,41 @@ Sandbox::Sandbox(Config config) : config_(std::move(config)) {
                      "; Docker's default seccomp profile blocks user namespaces)";
     }
   }
+  return why_no_bwrap;
+}
+
+Sandbox::Sandbox(Config config) : config_(std::move(config)) {
+  iso_.mode = mode_name(config_.mode);
+  iso_.limits = config_.limits;
+  iso_.tool = "none";
+  const bool root = geteuid() == 0;
+  if (config_.mode == Mode::Off) {
+    iso_.limits_via = "none";
+    iso_.notes.push_back("--sandbox off: student code runs with the grader's uid, filesystem and network");
+    return;
+  }
+  if (root) {
+    drop_uid_ = config_.uid.value_or(kNobody);
+    iso_.uid_dropped = true;
+    iso_.uid = drop_uid_;
+  } else {
+    iso_.notes.push_back("the grader does not run as root: student code keeps the grader's uid (inside its own user namespace when sandboxed)");
+  }
+
+  const std::string why_no_cgroup = make_cgroup();
+  if (!cgroup_parent_.empty()) {
+    iso_.limits_via = "cgroup v2";
+  } else {
+    iso_.limits_via = "rlimit";
+    iso_.notes.push_back("no cgroup: " + why_no_cgroup + "; limits by rlimits (processes, file size, CPU time, open files, no core dumps)");
+    nproc_limit_ = nproc_for_rlimit();
+  }
+
+  // bubblewrap: found, and able to make its namespaces here (Docker's default seccomp profile, say,
+  // forbids user namespaces): one sandboxed `true` tells
+  bwrap_path_ = find_in_path(config_.bwrap);
+  setpriv_path_ = access("/usr/bin/setpriv", X_OK) == 0 ? "/usr/bin/setpriv" : "";
+  const std::string why_no_bwrap = probe_bwrap();
   if (iso_.sandboxed) {
     iso_.tool = "bubblewrap";
     iso_.namespaces = {"mount", "pid", "net", "ipc", "uts", "cgroup"};
@@ -293,12 +303,11 @@ Sandbox::~Sandbox() {
   }
 }
 
-std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
-  // As root, bubblewrap makes the namespaces and mounts with root's rights and setpriv drops to the
-  // sandbox uid inside (so the uid needs no way through the grader's folders to the bound paths);
-  // otherwise a user namespace maps the grader's own uid, and no further one may be made inside.
-  std::vector<std::string> a = {bwrap_path_, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "scangrade"};
-  if (!drop_uid_) a.insert(a.end(), {"--unshare-user", "--disable-userns"});
+namespace {
+
+/// The system's read-only tree in the sandbox: /usr, the top-level folders (or their links), the
+/// loader's files, /proc, /dev and, for a GPU run, the NVIDIA device nodes and /sys.
+void add_system_mounts(std::vector<std::string>& a, bool gpu) {
   a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
   for (const char* top : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
     struct stat st {};
@@ -318,7 +327,7 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
   for (const char* etc : {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives"})
     a.insert(a.end(), {"--ro-bind-try", etc, etc});
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
-  if (m.gpu) {
+  if (gpu) {
     if (DIR* d = opendir("/dev")) {
       while (dirent* e = readdir(d))
         if (std::strncmp(e->d_name, "nvidia", 6) == 0) {
@@ -329,9 +338,10 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
     }
     a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
   }
-  const std::string tmp = std::to_string(config_.limits.tmp_bytes);
-  a.insert(a.end(), {"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs",
-                     "/dev/shm"});
+}
+
+/// The run's own binds (read-only, then writable), with the folders above them made first.
+void add_binds(std::vector<std::string>& a, const Mounts& m) {
   // bubblewrap makes the folders above a bind point 0700 (as root): make them 0755 first, so that
   // the sandbox uid can reach what is bound
   std::vector<std::string> read_only = m.read_only;
@@ -363,6 +373,21 @@ std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
     }
   for (const std::string& p : read_only) a.insert(a.end(), {"--ro-bind", p, p});
   for (const std::string& p : m.writable) a.insert(a.end(), {"--bind", p, p});
+}
+
+}  // namespace
+
+std::vector<std::string> Sandbox::bwrap_args(const Mounts& m) const {
+  // As root, bubblewrap makes the namespaces and mounts with root's rights and setpriv drops to the
+  // sandbox uid inside (so the uid needs no way through the grader's folders to the bound paths);
+  // otherwise a user namespace maps the grader's own uid, and no further one may be made inside.
+  std::vector<std::string> a = {bwrap_path_, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "scangrade"};
+  if (!drop_uid_) a.insert(a.end(), {"--unshare-user", "--disable-userns"});
+  add_system_mounts(a, m.gpu);
+  const std::string tmp = std::to_string(config_.limits.tmp_bytes);
+  a.insert(a.end(), {"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs",
+                     "/dev/shm"});
+  add_binds(a, m);
   a.insert(a.end(), {"--chdir", m.chdir.empty() ? "/tmp" : m.chdir, "--clearenv", "--setenv", "PATH",
                      "/usr/local/cuda/bin:/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR",
                      "/tmp", "--setenv", "LANG", "C.UTF-8"});
@@ -457,7 +482,7 @@ void Run::finish() {
   const std::string kill_file = cgroup_ + "/cgroup.kill";
   if (!write_text(kill_file, "1")) {  // kernels before 5.14: signal each process until none is left
     for (int round = 0; round < 50; ++round) {
-      std::istringstream procs(read_text(cgroup_procs_));
+      std::istringstream procs(grader::read_file(cgroup_procs_).value_or(""));
       bool any = false;
       for (pid_t pid; procs >> pid;) any = true, kill(pid, SIGKILL);
       if (!any) break;
@@ -467,79 +492,6 @@ void Run::finish() {
   // the cgroup empties once the killed processes have exited (a GPU context takes a moment)
   for (int i = 0; i < 500 && rmdir(cgroup_.c_str()) != 0 && errno == EBUSY; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(4));
-}
-
-// --- capped reading --------------------------------------------------------------------------------
-
-void CappedReader::add(const char* p, std::size_t n) {
-  out_.total += n;
-  const std::size_t to_head = std::min(n, head_ - std::min(head_, out_.text.size()));
-  out_.text.append(p, to_head);
-  if (tail_max_ == 0) return;
-  tail_.append(p + to_head, n - to_head);
-  if (tail_.size() > 2 * tail_max_) tail_.erase(0, tail_.size() - tail_max_);
-}
-
-CappedText CappedReader::done() {
-  if (tail_.size() > tail_max_) tail_.erase(0, tail_.size() - tail_max_);
-  out_.dropped = out_.total - out_.text.size() - tail_.size();
-  if (out_.dropped > 0) out_.text += "\n[... " + std::to_string(out_.dropped) + " bytes left out ...]\n";
-  out_.text += tail_;
-  tail_.clear();
-  return std::move(out_);
-}
-
-CappedText read_capped(int fd, std::size_t head, std::size_t tail_max) {
-  CappedReader reader(head, tail_max);
-  char buf[1 << 16];
-  for (;;) {
-    const ssize_t r = ::read(fd, buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    reader.add(buf, static_cast<std::size_t>(r));
-  }
-  return reader.done();
-}
-
-CappedText read_fd_capped(int fd, std::uint64_t from, std::size_t head, std::size_t tail_max) {
-  struct stat st {};
-  if (fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_size) > from + head + tail_max) {
-    // a flood: read the head, skip to the tail (the file may still grow; what was written counts)
-    std::string h(head, '\0'), t(tail_max, '\0');
-    const ssize_t hr = pread(fd, h.data(), head, static_cast<off_t>(from));
-    const std::uint64_t tail_at = static_cast<std::uint64_t>(st.st_size) - tail_max;
-    const ssize_t tr = pread(fd, t.data(), tail_max, static_cast<off_t>(tail_at));
-    h.resize(hr > 0 ? static_cast<std::size_t>(hr) : 0);
-    t.resize(tr > 0 ? static_cast<std::size_t>(tr) : 0);
-    CappedReader reader(head, tail_max);
-    reader.add(h.data(), h.size());
-    CappedText text = reader.done();
-    text.total = static_cast<std::uint64_t>(st.st_size) - from;
-    text.dropped = text.total - h.size() - t.size();
-    text.text += "\n[... " + std::to_string(text.dropped) + " bytes left out ...]\n" + t;
-    return text;
-  }
-  // positioned reads: the descriptor's own offset is left alone (an O_APPEND log goes on growing),
-  // up to the size it had: a writer still running cannot keep this loop going
-  CappedReader reader(head, tail_max);
-  char buf[1 << 16];
-  const std::uint64_t end = static_cast<std::uint64_t>(st.st_size);
-  for (std::uint64_t at = from; at < end;) {
-    const ssize_t r = pread(fd, buf, std::min<std::uint64_t>(sizeof buf, end - at), static_cast<off_t>(at));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    reader.add(buf, static_cast<std::size_t>(r));
-    at += static_cast<std::uint64_t>(r);
-  }
-  return reader.done();
-}
-
-CappedText read_file_capped(const std::string& path, std::uint64_t from, std::size_t head, std::size_t tail_max) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  CappedText out = read_fd_capped(fd, from, head, tail_max);
-  ::close(fd);
-  return out;
 }
 
 }  // namespace scangrade::sandbox

@@ -140,6 +140,11 @@ class Sandbox {
   std::optional<uid_t> uid() const { return drop_uid_; }
 
  private:
+  /// The constructor's steps: this grader's cgroup (cgroup_parent_; returns "" or why there is
+  /// none), the process limit when rlimits stand in for it, and the bubblewrap probe.
+  std::string make_cgroup();
+  std::uint64_t nproc_for_rlimit() const;
+  std::string probe_bwrap();
   friend class Run;
   std::vector<std::string> bwrap_args(const Mounts& mounts) const;
   void kill_uid() const;
@@ -153,30 +158,5 @@ class Sandbox {
   std::uint64_t nproc_limit_ = 0;  // RLIMIT_NPROC when no cgroup limits pids
   mutable unsigned runs_ = 0;
 };
-
-/// Reads at most `head` + `tail` bytes of a stream that may be huge: the first `head`, the last
-/// `tail`, and how many were left out (student output is capped where it is read).
-struct CappedText {
-  std::string text;
-  std::uint64_t total = 0;
-  std::uint64_t dropped = 0;
-};
-/// The same, fed piece by piece (a reader that polls with a deadline).
-class CappedReader {
- public:
-  CappedReader(std::size_t head, std::size_t tail) : head_(head), tail_max_(tail) {}
-  void add(const char* data, std::size_t bytes);
-  CappedText done();
-
- private:
-  std::size_t head_, tail_max_;
-  CappedText out_;
-  std::string tail_;
-};
-CappedText read_capped(int fd, std::size_t head, std::size_t tail);
-/// The same over a file from byte `from` on (a log the student's process wrote), by descriptor
-/// (positioned reads: the descriptor's offset does not move) or by path.
-CappedText read_fd_capped(int fd, std::uint64_t from, std::size_t head, std::size_t tail);
-CappedText read_file_capped(const std::string& path, std::uint64_t from, std::size_t head, std::size_t tail);
 
 }  // namespace scangrade::sandbox

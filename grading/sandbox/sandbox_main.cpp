@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "files.h"
 #include "sandbox.h"
 
 namespace sb = scangrade::sandbox;
@@ -133,7 +134,7 @@ int run(const Args& a, sb::Sandbox& sandbox) {
   }
   close(err[0]);
 
-  sb::CappedReader reader(a.output_limit / 2, a.output_limit / 2);
+  scangrade::grader::CappedReader reader(a.output_limit / 2, a.output_limit / 2);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(a.timeout_s);
   bool timed_out = false;
   char buf[1 << 16];

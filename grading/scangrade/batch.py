@@ -132,7 +132,7 @@ UID_LOCK_DIRS = (Path("/run/lock"), Path("/var/lock"), Path(tempfile.gettempdir(
 EXIT_OK = 0
 EXIT_REPOS_NOT_TAKEN = 1   # --repos: everything taken was graded, some repository could not be taken
 STAMP_VERSION = 1
-# the case cache (the judge's --case-cache, grading/judge/case_cache.h)
+# the case cache (the judge's --case-cache, grading/judge/case_data.h)
 SHM = Path("/dev/shm")
 CASE_CACHE_PREFIX = "scangrade-cases-"
 SHM_KEEP_FREE = 8 << 30        # what the judges want free in /dev/shm for their channels (results.cpp channel_base)

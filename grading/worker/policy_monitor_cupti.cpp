@@ -80,11 +80,51 @@ std::int64_t blocks(std::uint64_t x, std::uint64_t y, std::uint64_t z) { return 
 
 // ---- runtime API (recorded on exit, while a window is open, under g_mutex) ------------------------
 
-void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) {
-  const std::string api = cb->functionName != nullptr ? cb->functionName : "cuda?";
+/// The runtime's copies to and from a symbol. False when `cbid` is none of them.
+bool runtime_symbol_copy_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& api, Trace& t) {
   const void* p = cb->functionParams;
   switch (cbid) {
-    // copies
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyToSymbol_v3020_params*>(p);
+      if (a->kind == cudaMemcpyHostToDevice || (a->kind == cudaMemcpyDefault && is_host(a->src))) {
+        t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyToSymbolAsync_v3020_params*>(p);
+      if (a->kind == cudaMemcpyHostToDevice || (a->kind == cudaMemcpyDefault && is_host(a->src))) {
+        t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000: {
+      auto* a = static_cast<const cudaMemcpyFromSymbol_v3020_params*>(p);
+      if (a->kind == cudaMemcpyDeviceToHost || (a->kind == cudaMemcpyDefault && is_host(a->dst))) {
+        t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
+      }
+      break;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000: {
+      auto* a = static_cast<const cudaMemcpyFromSymbolAsync_v3020_params*>(p);
+      if (a->kind == cudaMemcpyDeviceToHost || (a->kind == cudaMemcpyDefault && is_host(a->dst))) {
+        t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
+      }
+      break;
+    }
+    default: return false;
+  }
+  return true;
+}
+
+/// The runtime's copies. False when `cbid` is none of them.
+bool runtime_copy_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& api, Trace& t) {
+  const void* p = cb->functionParams;
+  switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000: {
       auto* a = static_cast<const cudaMemcpy_v3020_params*>(p);
@@ -120,38 +160,6 @@ void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t)
       t.copy(api, runtime_direction(m->kind, m->dstPtr.ptr, m->srcPtr.ptr), bytes);
       break;
     }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_ptds_v7000: {
-      auto* a = static_cast<const cudaMemcpyToSymbol_v3020_params*>(p);
-      if (a->kind == cudaMemcpyHostToDevice || (a->kind == cudaMemcpyDefault && is_host(a->src))) {
-        t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
-      }
-      break;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_ptsz_v7000: {
-      auto* a = static_cast<const cudaMemcpyToSymbolAsync_v3020_params*>(p);
-      if (a->kind == cudaMemcpyHostToDevice || (a->kind == cudaMemcpyDefault && is_host(a->src))) {
-        t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
-      }
-      break;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000: {
-      auto* a = static_cast<const cudaMemcpyFromSymbol_v3020_params*>(p);
-      if (a->kind == cudaMemcpyDeviceToHost || (a->kind == cudaMemcpyDefault && is_host(a->dst))) {
-        t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
-      }
-      break;
-    }
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000: {
-      auto* a = static_cast<const cudaMemcpyFromSymbolAsync_v3020_params*>(p);
-      if (a->kind == cudaMemcpyDeviceToHost || (a->kind == cudaMemcpyDefault && is_host(a->dst))) {
-        t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
-      }
-      break;
-    }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_ptsz_v13000: {
       auto* a = static_cast<const cudaMemcpyBatchAsync_v13000_params*>(p);
@@ -161,6 +169,15 @@ void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t)
       }
       break;
     }
+    default: return false;
+  }
+  return true;
+}
+
+/// The runtime's launches. False when `cbid` is none of them.
+bool runtime_launch_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& api, Trace& t) {
+  const void* p = cb->functionParams;
+  switch (cbid) {
     // launches (the driver's callback, if the runtime reaches it, is skipped: depth > 0)
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
@@ -182,7 +199,15 @@ void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t)
       t.launch(cb->symbolName != nullptr ? cb->symbolName : api, blocks(g.x, g.y, g.z));
       break;
     }
-    // host memory
+    default: return false;
+  }
+  return true;
+}
+
+/// The runtime's host memory calls. False when `cbid` is none of them.
+bool runtime_host_memory_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, const std::string& api, Trace& t) {
+  const void* p = cb->functionParams;
+  switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020: {
       auto* a = static_cast<const cudaMallocHost_v3020_params*>(p);
       t.host_use(HostMemory::Pinned, api, std::int64_t(a->size));
@@ -207,8 +232,16 @@ void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t)
       t.host_use(HostMemory::Registered, api, std::int64_t(static_cast<const cudaHostRegister_v4000_params*>(p)->size));
       break;
     case CUPTI_RUNTIME_TRACE_CBID_cudaHostGetDevicePointer_v3020: t.host_use(HostMemory::DevicePointer, api, 0); break;
-    default: break;
+    default: return false;
   }
+  return true;
+}
+
+void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) {
+  const std::string api = cb->functionName != nullptr ? cb->functionName : "cuda?";
+  if (!runtime_copy_exit(cbid, cb, api, t) && !runtime_symbol_copy_exit(cbid, cb, api, t) &&
+      !runtime_launch_exit(cbid, cb, api, t))
+    runtime_host_memory_exit(cbid, cb, api, t);
 }
 
 // ---- driver API (only calls made directly, not from inside a watched runtime call) ---------------

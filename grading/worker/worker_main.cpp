@@ -56,7 +56,9 @@ int g_reply_fd = -1;
 
 void reply(const nlohmann::json& message) { write_line(g_reply_fd, encode(message)); }
 
+#ifndef SCANGRADE_EMULATED
 std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+#endif
 
 Hello hello() {
   Hello h;
@@ -290,7 +292,8 @@ bool run_command(const std::string& dir, const std::string& line) {
     const bool f32 = c.c.dtype == DType::Float32;
     switch (c.mode) {
       case Mode::Check: {
-        CheckReply r{header};
+        CheckReply r;
+        static_cast<ReplyHeader&>(r) = header;
         const bool go_on = f32 ? check<float>(dir, c, r) : check<std::int32_t>(dir, c, r);
         reply(r);
         return go_on;
@@ -308,7 +311,8 @@ bool run_command(const std::string& dir, const std::string& line) {
         return true;
       }
       case Mode::TimeCall: {
-        TimeCallReply r{header};
+        TimeCallReply r;
+        static_cast<ReplyHeader&>(r) = header;
         const bool go_on = f32 ? time_call<float>(c, r) : time_call<std::int32_t>(c, r);
         reply(r);
         return go_on;

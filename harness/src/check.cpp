@@ -146,50 +146,33 @@ bool down_sweep_missing_last_level(const Case& c, const std::vector<T>& input, c
   return pattern && even && odd;
 }
 
+/// hint's float data: wrapped through an unsigned type, or truncated through an integer one.
 template <typename T>
-std::string hint(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
-                 const std::vector<T>& got, const Comparison& cmp) {
-  const std::size_t f = cmp.first_wrong.front();
-  if (is_other_kind(input, c.kind, expected, got))
-    return c.kind == ScanKind::Inclusive
-               ? "the output is the EXCLUSIVE scan; this slot must return the inclusive scan (out[i] includes in[i])"
-               : "the output is the INCLUSIVE scan; this slot must return the exclusive scan (out[0] = 0, out[i] "
-                 "excludes in[i])";
-  if (cmp.unwritten == cmp.wrong)
-    return std::to_string(cmp.unwritten) + " element(s) were never written (they still hold the poison pattern " +
-           "0xDEADBEEF): check the bounds of your loops and the number of blocks/threads you launch";
-  const Terms<T> terms(input, c.kind);
-  if (int_rounded_through_float(c, expected, got, cmp, terms))
-    return "every wrong value is the right one rounded as a float would round it (sums above 2^24 = 16777216 "
-           "lose their low bits): the int32 data went through a float (a float temporary, shared buffer or "
-           "accumulator holds 24 significant bits); keep int32 data in an integer type";
-  if (c.dtype == DType::Float32) {
-    const bool wrapped = every_shown(cmp, 1, [&](std::size_t i) {
-      const double g = static_cast<double>(got[i]);
-      return g >= 0x1p31 && g <= 0x1p32 + 0x1p25 && std::fabs(expected[i]) < 0x1p24;
-    });
-    if (wrapped)
-      return "out[" + std::to_string(f) + "] is about 2^32 = 4.29e9 where a small value was expected: a negative "
-             "value converted to an unsigned type wraps around (a float summed in an unsigned temporary); keep float "
-             "data in float";
-    const bool whole = every_shown(cmp, 2, [&](std::size_t i) {
-      const double g = static_cast<double>(got[i]);
-      return std::isfinite(g) && std::nearbyint(g) == g && std::nearbyint(expected[i]) != expected[i];
-    });
-    if (whole)
-      return "the wrong values are whole numbers where the right ones have fractions: the float data went through "
-             "an integer type (an int or unsigned temporary, accumulator or shared buffer truncates it)";
-  }
-  std::size_t window = 1;  // the largest power of two <= f (the elements before the first wrong one may be
-  while (window * 2 <= f) window *= 2;  // right by chance: the window's first terms were zeros)
-  if (c.slot == Slot::HillisSteele && f > 0 && sums_only_a_window(c, expected, got, cmp, terms, window))
-    return "from out[" + std::to_string(window) + "] on each output sums only the last " + std::to_string(window) +
-           " inputs (out[i] = in[i-" + std::to_string(window - 1) + "] + ... + in[i]): the step loop stops before "
-           "stride " + std::to_string(window) + "; the strides must go 1, 2, 4, ... while stride < n";
-  if (c.slot == Slot::Blelloch && down_sweep_missing_last_level(c, input, expected, got, cmp))
-    return "out[2k] holds in[2k] and out[2k+1] holds the value expected at out[2k]: the last level of the "
-           "down-sweep (stride 1, which swaps each pair and adds) did not run; the down-sweep must go down to "
-           "stride 1";
+std::string float_type_hint(const std::vector<double>& expected, const std::vector<T>& got, const Comparison& cmp,
+                            std::size_t f) {
+  const bool wrapped = every_shown(cmp, 1, [&](std::size_t i) {
+    const double g = static_cast<double>(got[i]);
+    return g >= 0x1p31 && g <= 0x1p32 + 0x1p25 && std::fabs(expected[i]) < 0x1p24;
+  });
+  if (wrapped)
+    return "out[" + std::to_string(f) + "] is about 2^32 = 4.29e9 where a small value was expected: a negative "
+           "value converted to an unsigned type wraps around (a float summed in an unsigned temporary); keep float "
+           "data in float";
+  const bool whole = every_shown(cmp, 2, [&](std::size_t i) {
+    const double g = static_cast<double>(got[i]);
+    return std::isfinite(g) && std::nearbyint(g) == g && std::nearbyint(expected[i]) != expected[i];
+  });
+  if (whole)
+    return "the wrong values are whole numbers where the right ones have fractions: the float data went through "
+           "an integer type (an int or unsigned temporary, accumulator or shared buffer truncates it)";
+  return "";
+}
+
+/// hint's multi-block slots: a missing level of the hierarchy, block sums not propagated, a partial
+/// last block.
+template <typename T>
+std::string multi_block_hint(const Case& c, const std::vector<T>& input, const std::vector<T>& got,
+                             const Comparison& cmp, std::size_t f) {
   if (c.slot == Slot::Hierarchical && f >= (std::size_t{1} << 16) && (f & (f - 1)) == 0) {
     // right up to a power of two that is a tile size squared (or cubed): the levels ran out
     int k = 0;
@@ -223,6 +206,39 @@ std::string hint(const Case& c, const std::vector<T>& input, const std::vector<d
              "; n is not a multiple of " + std::to_string(block) +
              "): the tail that does not fill a whole block is dropped or mis-indexed";
   }
+  return "";
+}
+
+template <typename T>
+std::string hint(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
+                 const std::vector<T>& got, const Comparison& cmp) {
+  const std::size_t f = cmp.first_wrong.front();
+  if (is_other_kind(input, c.kind, expected, got))
+    return c.kind == ScanKind::Inclusive
+               ? "the output is the EXCLUSIVE scan; this slot must return the inclusive scan (out[i] includes in[i])"
+               : "the output is the INCLUSIVE scan; this slot must return the exclusive scan (out[0] = 0, out[i] "
+                 "excludes in[i])";
+  if (cmp.unwritten == cmp.wrong)
+    return std::to_string(cmp.unwritten) + " element(s) were never written (they still hold the poison pattern " +
+           "0xDEADBEEF): check the bounds of your loops and the number of blocks/threads you launch";
+  const Terms<T> terms(input, c.kind);
+  if (int_rounded_through_float(c, expected, got, cmp, terms))
+    return "every wrong value is the right one rounded as a float would round it (sums above 2^24 = 16777216 "
+           "lose their low bits): the int32 data went through a float (a float temporary, shared buffer or "
+           "accumulator holds 24 significant bits); keep int32 data in an integer type";
+  if (c.dtype == DType::Float32)
+    if (std::string h = float_type_hint(expected, got, cmp, f); !h.empty()) return h;
+  std::size_t window = 1;  // the largest power of two <= f (the elements before the first wrong one may be
+  while (window * 2 <= f) window *= 2;  // right by chance: the window's first terms were zeros)
+  if (c.slot == Slot::HillisSteele && f > 0 && sums_only_a_window(c, expected, got, cmp, terms, window))
+    return "from out[" + std::to_string(window) + "] on each output sums only the last " + std::to_string(window) +
+           " inputs (out[i] = in[i-" + std::to_string(window - 1) + "] + ... + in[i]): the step loop stops before "
+           "stride " + std::to_string(window) + "; the strides must go 1, 2, 4, ... while stride < n";
+  if (c.slot == Slot::Blelloch && down_sweep_missing_last_level(c, input, expected, got, cmp))
+    return "out[2k] holds in[2k] and out[2k+1] holds the value expected at out[2k]: the last level of the "
+           "down-sweep (stride 1, which swaps each pair and adds) did not run; the down-sweep must go down to "
+           "stride 1";
+  if (std::string h = multi_block_hint(c, input, got, cmp, f); !h.empty()) return h;
   // off by one: every shown wrong element (two at least) holds its neighbour's expected value
   if (every_shown(cmp, 2, [&](std::size_t i) { return i > 0 && static_cast<double>(got[i]) == expected[i - 1]; }))
     return "out[" + std::to_string(f) + "] holds the value expected one position earlier (and so do the other wrong "

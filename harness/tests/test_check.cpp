@@ -278,7 +278,9 @@ TEST(Hints, OffByOneOnlyWhenEveryShownElementIsShifted) {
   EXPECT_EQ(hint_of(one.verdict()), "");
   Fixture single(make_case(Slot::Blelloch, 2, ScanKind::Exclusive));
   single.run.output[1] = 0;  // out[1] = expected[0] = 0: one element is no evidence of an index shift
-  if (single.expected[1] != 0) EXPECT_EQ(hint_of(single.verdict()), "");
+  if (single.expected[1] != 0) {
+    EXPECT_EQ(hint_of(single.verdict()), "");
+  }
 }
 
 TEST(Hints, HillisSteeleSkippingItsLargestStride) {
@@ -299,7 +301,9 @@ TEST(Hints, HillisSteeleSkippingItsLargestStride) {
 TEST(Hints, NoWindowHintForTheInputItself) {
   Fixture f(make_case(Slot::HillisSteele, 2));
   f.run.output[1] = f.input[1];  // no step ran at all: a window of 1 says nothing about the loop's bound
-  if (f.input[0] != 0) EXPECT_EQ(hint_of(f.verdict()), "");
+  if (f.input[0] != 0) {
+    EXPECT_EQ(hint_of(f.verdict()), "");
+  }
 }
 
 TEST(Hints, BlockHintsOnlyForMultiBlockSlots) {

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checker_messages.h"
 #include "fd_passing.h"
 #include "fresh_input.h"
 #include "scangrade/check.h"
@@ -103,9 +104,6 @@ void band_of(const std::vector<char>& pristine, std::size_t n, scangrade::ScanKi
   hi.assign(reinterpret_cast<const char*>(band.hi.data()), reinterpret_cast<const char*>(band.hi.data()) + n * sizeof(T));
 }
 
-scangrade::ScanKind kind_of(const json& msg) {
-  return msg.at("kind") == "inclusive" ? scangrade::ScanKind::Inclusive : scangrade::ScanKind::Exclusive;
-}
 
 }  // namespace
 
@@ -127,7 +125,7 @@ int main(int argc, char** argv) {
   scangrade::ScanKind timed_kind = scangrade::ScanKind::Inclusive;
   scangrade::ValueKind timed_values = scangrade::ValueKind::Random;
   if (sock < 0) return 2;
-  send_with_fds(sock, json({{"hello", 1}, {"device", "fake checker"}, {"error", ""}}).dump(), {});
+  send_with_fds(sock, encode(CheckerHello{"fake checker", ""}), {});
   std::unique_ptr<MemFile> in, zone, pairs[4];
   std::vector<char> pristine, lo, hi, check_input;
   std::size_t n = 0;
@@ -136,15 +134,22 @@ int main(int argc, char** argv) {
     std::string text;
     std::vector<int> fds;
     if (!receive_with_fds(sock, text, fds, 64 * 1024)) return 0;
-    const json msg = json::parse(text);
-    const std::string op = msg.at("op");
-    json reply = {{"ok", true}};
+    CheckerRequest msg;
+    try {
+      msg = decode_checker_request(text);
+    } catch (const MessageError& ex) {
+      for (int fd : fds) close(fd);
+      if (!send_with_fds(sock, encode(CheckerReply::failed(ex.what()), CheckerOp::Release), {})) return 0;
+      continue;
+    }
+    const CheckerOp op = msg.op;
+    CheckerReply reply;
     std::vector<int> out;
     const std::size_t g = scangrade::kGuardElements;
-    if (op == "setup") {
+    if (op == CheckerOp::Setup) {
       const Staging s(fds.at(0), false);
-      const std::size_t offset = msg.value("offset", std::size_t{0});
-      n = msg.at("n");
+      const std::size_t offset = msg.offset;
+      n = msg.n;
       // like the checker: the last case's buffers stay when their rounded sizes fit (64 KiB granules
       // here), filled afresh, and descriptors go out only when the judge asks for them
       const auto rounded = [](std::size_t bytes) { return (std::max<std::size_t>(bytes, 1) + 65535) / 65536 * 65536; };
@@ -159,44 +164,40 @@ int main(int argc, char** argv) {
       check_input.assign(s.data + offset, s.data + offset + n * 4);
       auto* z = reinterpret_cast<std::uint32_t*>(zone->data);
       for (std::size_t i = 0; i < n + 2 * g; ++i) z[i] = (i < g || i >= g + n) ? scangrade::kCanaryBits : scangrade::kPoisonBits;
-      if (!kept || msg.value("share", true)) out = {in->fd, zone->fd};
-      reply["sizes"] = {in->size, zone->size};
-      reply["kept"] = kept && out.empty();
-    } else if (op == "check") {
-      const bool ok = msg.at("dtype") == "float32"
-                          ? checked<float>(zone->data, in->data, check_input, n, kind_of(msg))
-                          : checked<std::int32_t>(zone->data, in->data, check_input, n, kind_of(msg));
-      reply["verified"] = ok;
-    } else if (op == "collect") {
+      if (!kept || msg.share) out = {in->fd, zone->fd};
+      reply.sizes = {in->size, zone->size};
+      reply.kept = kept && out.empty();
+    } else if (op == CheckerOp::Check) {
+      const bool ok = msg.dtype == scangrade::DType::Float32
+                          ? checked<float>(zone->data, in->data, check_input, n, msg.kind)
+                          : checked<std::int32_t>(zone->data, in->data, check_input, n, msg.kind);
+      reply.verified = ok;
+    } else if (op == CheckerOp::Collect) {
       const Staging s(fds.at(0));
       std::memcpy(s.data, zone->data, (n + 2 * g) * 4);
       std::memcpy(s.data + (n + 2 * g) * 4, in->data, n * 4);
-    } else if (op == "release") {  // the buffers stay for the next case that fits them
-    } else if (op == "time_setup") {
+    } else if (op == CheckerOp::Release) {  // the buffers stay for the next case that fits them
+    } else if (op == CheckerOp::TimeSetup) {
       const Staging s(fds.at(0), false);
-      const std::size_t offset = msg.value("offset", std::size_t{0});
-      n = msg.at("n");
-      f32 = msg.at("dtype") == "float32";
+      const std::size_t offset = msg.offset;
+      n = msg.n;
+      f32 = msg.dtype == scangrade::DType::Float32;
       pristine.assign(s.data + offset, s.data + offset + n * 4);
-      if (f32) band_of<float>(pristine, n, kind_of(msg), lo, hi);
-      else band_of<std::int32_t>(pristine, n, kind_of(msg), lo, hi);
-      timed_kind = kind_of(msg);
-      const auto values = scangrade::parse_value_kind(msg.value("values", std::string("zeros")));
-      timed_values = values ? *values : scangrade::ValueKind::Zeros;
+      if (f32) band_of<float>(pristine, n, msg.kind, lo, hi);
+      else band_of<std::int32_t>(pristine, n, msg.kind, lo, hi);
+      timed_kind = msg.kind;
+      timed_values = msg.values;
       fresh = !pristine_timing && scangrade::grader::fresh_values(timed_values);
-      reply["fresh_input"] = fresh;
-      reply["sizes"] = json::array();
+      reply.fresh_input = fresh;
       for (auto& p : pairs) {
         p = std::make_unique<MemFile>(n * 4);
         out.push_back(p->fd);
-        reply["sizes"].push_back(p->size);
+        reply.sizes.push_back(p->size);
       }
-      reply["baselines"] = msg.value("baselines", false)
-                               ? json{{"reference_ms", reference_ms}, {"cub_ms", 0.5}, {"copy_ms", 0.25}}
-                               : json(nullptr);
-      reply["flush_bytes"] = 1 << 20;
-    } else if (op == "prime") {
-      const int j = msg.at("j");
+      if (msg.baselines) reply.baselines = Baselines{reference_ms, 0.5, 0.25};
+      reply.flush_bytes = 1 << 20;
+    } else if (op == CheckerOp::Prime) {
+      const int j = msg.j;
       if (fresh) {  // new values and their band (the checker does this on the device)
         const std::uint64_t seed = (std::uint64_t{os_random()} << 32) | os_random();
         std::vector<char> drawn(n * 4);
@@ -216,21 +217,19 @@ int main(int argc, char** argv) {
         std::memcpy(pairs[j]->data, pristine.data(), n * 4);
       }
       std::memset(pairs[2 + j]->data, 0xff, n * 4);
-    } else if (op == "verify") {
-      const int j = msg.at("j");
+    } else if (op == CheckerOp::Verify) {
+      const int j = msg.j;
       std::size_t at = 0;
       const bool ok = f32 ? inside<float>(pairs[2 + j]->data, lo.data(), hi.data(), n, at)
                           : inside<std::int32_t>(pairs[2 + j]->data, lo.data(), hi.data(), n, at);
-      reply["outside"] = ok ? json(nullptr) : json(at);
-    } else if (op == "reference_call") {
-      reply["ms"] = paired_reference_ms;
-    } else if (op == "time_end") {
+      if (!ok) reply.outside = at;
+    } else if (op == CheckerOp::ReferenceCall) {
+      reply.ms = paired_reference_ms;
+    } else if (op == CheckerOp::TimeEnd) {
       for (auto& p : pairs) p.reset();
-    } else {
-      reply = {{"error", "unknown op"}};
     }
     for (int fd : fds)
-      if (op != "setup" && op != "collect" && op != "time_setup") close(fd);
-    if (!send_with_fds(sock, reply.dump(), out)) return 0;
+      if (op != CheckerOp::Setup && op != CheckerOp::Collect && op != CheckerOp::TimeSetup) close(fd);
+    if (!send_with_fds(sock, encode(reply, op), out)) return 0;
   }
 }

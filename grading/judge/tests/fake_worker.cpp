@@ -178,7 +178,8 @@ int main(int argc, char** argv) {
     std::printf("PASS all cases\n{\"k\": 1, \"status\": \"pass\", \"points\": 1000}\n");
     std::fflush(stdout);
   }
-  Hello hello{"fake CPU worker", "", "", ""};
+  Hello hello;
+  hello.device = "fake CPU worker";
   hello.monitor = monitor_off;
   write_line(kReplyFd, encode(hello));
   if (mode.name == "exit_early" && mode.k < 0) return 0;
@@ -234,7 +235,8 @@ int main(int argc, char** argv) {
     header.k = k;
     header.nonce = mode.on("lie_nonce", k) ? std::string("0000") : cmd.nonce;
     const auto check_reply = [&](const ReplyHeader& h) {
-      CheckReply reply{h};
+      CheckReply reply;
+      static_cast<ReplyHeader&>(reply) = h;
       if (mode.name == "host_copy_large" && name(cmd.c.slot) == mode.slot && n > 2048) {
         reply.policy = "the slot copied " + std::to_string(n * 4) + " bytes device->host and then " +
                        std::to_string(n * 4) + " bytes host->device (fake)";
@@ -259,7 +261,8 @@ int main(int argc, char** argv) {
       timed.reset();
       write_line(kReplyFd, encode(header));
     } else if (cmd.mode == Mode::TimeCall) {
-      TimeCallReply r{header};
+      TimeCallReply r;
+      static_cast<ReplyHeader&>(r) = header;
       if (cmd.call >= 0 && timed) {
         if (mode.name == "caches_sampled_input") {
           const char* in = timed->at[cmd.call];

@@ -1,4 +1,4 @@
-// The case cache (case_cache.h): what it reads is what make_case_data makes, a second judge reads the
+// The case cache (case_data.h): what it reads is what make_case_data makes, a second judge reads the
 // file instead of making the data, and a bad file or an unusable folder only costs the time to make
 // the data again.
 //
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "case_cache.h"
+#include "case_data.h"
 #include "scangrade/inputs.h"
 
 namespace scangrade::grader {

@@ -39,7 +39,9 @@ TEST(Toolchain, NamesEveryPieceThatExists) {
   EXPECT_TRUE(fs::exists(t["reference_worker"].get<std::string>()));
   for (const json& piece : t["link"]) {
     const std::string p = piece;
-    if (!p.empty() && p[0] == '/') EXPECT_TRUE(fs::exists(p)) << p;
+    if (!p.empty() && p[0] == '/') {
+      EXPECT_TRUE(fs::exists(p)) << p;
+    }
   }
   const std::string flags = t["cuda_flags"].dump();
   for (const char* f : {"-std=c++17", "-O3", "-lineinfo", "-gencode", "harness/include"})

@@ -6,6 +6,7 @@
 
 #include <csignal>
 
+#include "checker_messages.h"
 #include "judge.h"
 #include "session.h"
 #include "sanitizer_xml.h"
@@ -312,3 +313,107 @@ TEST(CommandLine, RejectsBadUsage) {
 
 }  // namespace
 }  // namespace scangrade::grader
+
+// --- the judge <-> checker messages (checker_messages.h) --------------------------------------------
+
+namespace {
+
+scangrade::grader::CheckerRequest round_trip(const scangrade::grader::CheckerRequest& m) {
+  return scangrade::grader::decode_checker_request(scangrade::grader::encode(m));
+}
+
+}  // namespace
+
+TEST(CheckerProtocol, EveryRequestDecodesToWhatWasEncoded) {
+  using namespace scangrade::grader;
+  const CheckerRequest setup = round_trip(CheckerRequest::setup(1025, 4, 64, false));
+  EXPECT_EQ(setup.op, CheckerOp::Setup);
+  EXPECT_EQ(setup.n, 1025u);
+  EXPECT_EQ(setup.element, 4u);
+  EXPECT_EQ(setup.offset, 64u);
+  EXPECT_FALSE(setup.share);
+  const CheckerRequest check = round_trip(CheckerRequest::check(scangrade::ScanKind::Exclusive, scangrade::DType::Float32));
+  EXPECT_EQ(check.kind, scangrade::ScanKind::Exclusive);
+  EXPECT_EQ(check.dtype, scangrade::DType::Float32);
+  scangrade::Case c{};
+  c.slot = scangrade::Slot::SinglePass;
+  c.dtype = scangrade::DType::Float32;
+  c.kind = scangrade::ScanKind::Exclusive;
+  c.values = scangrade::ValueKind::Real;
+  c.n = 1u << 20;
+  const CheckerRequest timed = round_trip(CheckerRequest::time_setup(c, 64, true, true));
+  EXPECT_EQ(timed.op, CheckerOp::TimeSetup);
+  EXPECT_EQ(timed.slot, scangrade::Slot::SinglePass);
+  EXPECT_EQ(timed.dtype, scangrade::DType::Float32);
+  EXPECT_EQ(timed.kind, scangrade::ScanKind::Exclusive);
+  EXPECT_EQ(timed.values, scangrade::ValueKind::Real);
+  EXPECT_EQ(timed.n, 1u << 20);
+  EXPECT_EQ(timed.offset, 64u);
+  EXPECT_TRUE(timed.baselines);
+  EXPECT_TRUE(timed.paired_reference);
+  EXPECT_EQ(round_trip(CheckerRequest::prime(1)).j, 1);
+  EXPECT_EQ(round_trip(CheckerRequest::verify(1)).op, CheckerOp::Verify);
+  for (CheckerOp op : {CheckerOp::Collect, CheckerOp::Release, CheckerOp::ReferenceCall, CheckerOp::TimeEnd})
+    EXPECT_EQ(round_trip(CheckerRequest::of(op)).op, op) << name(op);
+}
+
+TEST(CheckerProtocol, EveryReplyDecodesToWhatWasEncoded) {
+  using namespace scangrade::grader;
+  CheckerReply setup;
+  setup.sizes = {2u << 20, 4u << 20};
+  setup.kept = true;
+  const CheckerReply s = decode_checker_reply(encode(setup, CheckerOp::Setup), CheckerOp::Setup);
+  EXPECT_EQ(s.sizes, setup.sizes);
+  EXPECT_TRUE(s.kept);
+  CheckerReply timed;
+  timed.sizes = {1, 2, 3, 4};
+  timed.baselines = Baselines{1.5, 1.25, 0.75};
+  timed.flush_bytes = 1u << 26;
+  timed.fresh_input = true;
+  const CheckerReply t = decode_checker_reply(encode(timed, CheckerOp::TimeSetup), CheckerOp::TimeSetup);
+  EXPECT_EQ(t.sizes, timed.sizes);
+  ASSERT_TRUE(t.baselines);
+  EXPECT_EQ(t.baselines->reference_ms, 1.5);
+  EXPECT_EQ(t.baselines->cub_ms, 1.25);
+  EXPECT_EQ(t.flush_bytes, 1u << 26);
+  EXPECT_TRUE(t.fresh_input);
+  EXPECT_FALSE(decode_checker_reply(encode(CheckerReply{}, CheckerOp::TimeSetup), CheckerOp::TimeSetup).baselines);
+  CheckerReply verified;
+  verified.outside = 4097;
+  EXPECT_EQ(decode_checker_reply(encode(verified, CheckerOp::Verify), CheckerOp::Verify).outside, 4097u);
+  EXPECT_FALSE(decode_checker_reply(encode(CheckerReply{}, CheckerOp::Verify), CheckerOp::Verify).outside);
+  CheckerReply checked;
+  checked.verified = true;
+  EXPECT_TRUE(decode_checker_reply(encode(checked, CheckerOp::Check), CheckerOp::Check).verified);
+  CheckerReply paired;
+  paired.ms = 0.25;
+  EXPECT_EQ(decode_checker_reply(encode(paired, CheckerOp::ReferenceCall), CheckerOp::ReferenceCall).ms, 0.25);
+  const CheckerReply failed =
+      decode_checker_reply(encode(CheckerReply::failed("out of memory"), CheckerOp::TimeSetup), CheckerOp::TimeSetup);
+  EXPECT_EQ(failed.error, "out of memory");
+  EXPECT_FALSE(CheckerReply::failed("").error.empty());  // an exception without text is still an error
+  const CheckerHello hello = decode_checker_hello(encode(CheckerHello{"H100", ""}));
+  EXPECT_EQ(hello.device, "H100");
+  EXPECT_EQ(hello.error, "");
+}
+
+TEST(CheckerProtocol, DecodingFailsClosed) {
+  using namespace scangrade::grader;
+  const auto request = [](const char* text) { return decode_checker_request(text); };
+  const auto reply = [](const char* text, CheckerOp op) { return decode_checker_reply(text, op); };
+  EXPECT_THROW(request("not json"), MessageError);
+  EXPECT_THROW(request(R"({"op": "format_disk"})"), MessageError);
+  EXPECT_THROW(request(R"({"op": "setup", "n": 4, "offset": 0, "share": true})"), MessageError);  // no element
+  EXPECT_THROW(request(R"({"op": "setup", "n": -4, "element": 4, "offset": 0, "share": true})"), MessageError);
+  EXPECT_THROW(request(R"({"op": "prime", "j": 2})"), MessageError);
+  EXPECT_THROW(request(R"({"op": "verify", "j": true})"), MessageError);
+  EXPECT_THROW(request(R"({"op": "check", "kind": "inclusive", "dtype": "float64"})"), MessageError);
+  EXPECT_THROW(request(R"({"op": "release", "extra": 1})"), MessageError);
+  EXPECT_THROW(reply(R"({"ok": true})", CheckerOp::Verify), MessageError);  // no verdict is not a pass
+  EXPECT_THROW(reply(R"({"ok": true, "outside": -1})", CheckerOp::Verify), MessageError);
+  EXPECT_THROW(reply(R"({"ok": true})", CheckerOp::ReferenceCall), MessageError);
+  EXPECT_THROW(reply(R"({"ok": true, "sizes": [1, "2"], "kept": false})", CheckerOp::Setup), MessageError);
+  EXPECT_THROW(reply(R"({"ok": false})", CheckerOp::Release), MessageError);
+  EXPECT_THROW(reply(R"({"error": ""})", CheckerOp::Release), MessageError);
+  EXPECT_THROW(decode_checker_hello(R"({"hello": 2, "device": "", "error": ""})"), MessageError);
+}

@@ -154,7 +154,9 @@ TEST_F(Emu, WarpShuffles) {
     for (int t = 0; t < 64; ++t) {
       int lane = t % 32;
       ASSERT_EQ(v[4 * t + 0], (lane + 1) * (lane + 2) / 2) << "shfl_up scan, lane " << lane;
-      if (lane == 0) ASSERT_EQ(v[4 * t + 1], 32 * 33 / 2) << "shfl_down sum";
+      if (lane == 0) {
+        ASSERT_EQ(v[4 * t + 1], 32 * 33 / 2) << "shfl_down sum";
+      }
       ASSERT_EQ(v[4 * t + 2], 32 * 33 / 2) << "shfl_xor butterfly, lane " << lane;
       ASSERT_EQ(v[4 * t + 3], (lane / 16 * 16 + 3 + 1) * 100) << "shfl width 16, lane " << lane;
     }

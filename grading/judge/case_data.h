@@ -1,3 +1,7 @@
+// A case's data in the judge: the case (Entry), its input, the oracle's output, and the case cache
+// that makes them once per batch; following one case through the functional pass stays in this file
+// pair until Session::grade (functional.cpp) runs it.
+//
 // The case cache: a case's input and oracle output made once per batch and shared, read-only, by
 // the batch's judges (--case-cache DIR). Every judge of a batch grades the same suites with the same
 // seed and secret, so for the 2^26-element cases each judge would otherwise spend about a second per
@@ -16,11 +20,59 @@
 // problem of any kind falls back to making the data here: it never changes a verdict.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <type_traits>
+#include <vector>
 
-#include "session.h"
+#include "case_memory.h"  // CachedInput
+#include "scangrade/suite.h"
 
 namespace scangrade::grader {
+
+/// One case to grade, with where it came from.
+struct Entry {
+  const Suite* suite = nullptr;
+  Case c;           // as written (c.seed is what results record)
+  Case input_case;  // the case whose seed makes the input (the secret mixed in when hidden)
+};
+
+/// A case's input, in its element type (the other vector stays empty).
+struct CaseInput {
+  std::vector<std::int32_t> i32;
+  std::vector<float> f32;
+  const void* data() const { return i32.empty() ? static_cast<const void*>(f32.data()) : i32.data(); }
+  std::size_t bytes() const { return i32.size() * sizeof(std::int32_t) + f32.size() * sizeof(float); }
+};
+
+/// The input of a case (Entry::input_case), made the one way every pass makes it (inputs.h).
+CaseInput make_case_input(const Entry& e);
+
+/// The oracle's output for a case's input (oracle.h); throws std::range_error as oracle_scan does.
+std::vector<double> case_oracle(const Entry& e, const CaseInput& input);
+
+/// What the judge makes for a case before a worker runs it: the input and the oracle's output
+/// (made ahead, on another thread, while the worker runs the previous case). On the GPU backend a
+/// case that passes needs neither in the judge (the checker reads the input from the case cache
+/// and checks the output on the device): `in_cache` says the data is only in the cache,
+/// `has_expected` false that the oracle has not run; complete_case_data makes both when needed.
+struct CaseData {
+  CaseInput input;
+  std::vector<double> expected;
+  bool in_cache = false;
+  bool has_expected = true;
+  std::string error;  // why they could not be made
+  template <typename T>
+  const std::vector<T>& values() const {
+    if constexpr (std::is_same_v<T, float>) return input.f32;
+    else return input.i32;
+  }
+};
+
+/// The input and the oracle's output, made here (no cache); error says why they could not be.
+CaseData make_case_data(const Entry& e);
+
+// --- the case cache -------------------------------------------------------------------------------
 
 /// What cached_case_data did.
 enum class CacheUse {

@@ -1,5 +1,5 @@
-// The case cache (case_cache.h).
-#include "case_cache.h"
+// A case's data and the case cache (case_data.h).
+#include "case_data.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -16,11 +16,36 @@
 
 #include <nlohmann/json.hpp>
 
+#include "files.h"
 #include "results.h"  // harness_version
+#include "scangrade/inputs.h"
+#include "scangrade/oracle.h"
 #include "sha256.h"
-#include "text.h"  // random_hex
 
 namespace scangrade::grader {
+
+CaseInput make_case_input(const Entry& e) {
+  CaseInput in;
+  if (e.c.dtype == DType::Float32) in.f32 = make_input<float>(e.input_case);
+  else in.i32 = make_input<std::int32_t>(e.input_case);
+  return in;
+}
+
+std::vector<double> case_oracle(const Entry& e, const CaseInput& input) {
+  return e.c.dtype == DType::Float32 ? oracle_scan(input.f32, e.c.kind) : oracle_scan(input.i32, e.c.kind);
+}
+
+CaseData make_case_data(const Entry& e) {
+  CaseData d;
+  try {
+    d.input = make_case_input(e);
+    d.expected = case_oracle(e, d.input);
+  } catch (const std::exception& ex) {
+    d.error = ex.what();
+  }
+  return d;
+}
+
 namespace {
 
 constexpr std::uint32_t kFormatVersion = 1;
@@ -56,11 +81,8 @@ void note(const std::string& what) {
 /// sha256 of the judge's own executable, once: a rebuilt judge never reads an older one's files.
 const std::string& build_identity() {
   static const std::string id = [] {
-    std::ifstream exe("/proc/self/exe", std::ios::binary);
-    if (!exe) return std::string("unknown");
-    std::ostringstream bytes;
-    bytes << exe.rdbuf();
-    return sha256_hex(bytes.str());
+    const std::optional<std::string> exe = read_file("/proc/self/exe");
+    return exe ? sha256_hex(*exe) : std::string("unknown");
   }();
   return id;
 }
@@ -86,30 +108,6 @@ Header header_of(const Entry& e, const std::string& key) {
   h.expected_size = sizeof(double);
   for (std::size_t i = 0; i < sizeof h.key; ++i) h.key[i] = static_cast<unsigned char>(std::stoi(key.substr(2 * i, 2), nullptr, 16));
   return h;
-}
-
-bool read_all(int fd, void* to, std::size_t bytes) {
-  auto* p = static_cast<char*>(to);
-  while (bytes > 0) {
-    const ssize_t got = ::read(fd, p, bytes);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    p += got;
-    bytes -= static_cast<std::size_t>(got);
-  }
-  return true;
-}
-
-bool write_all(int fd, const void* from, std::size_t bytes) {
-  const auto* p = static_cast<const char*>(from);
-  while (bytes > 0) {
-    const ssize_t put = ::write(fd, p, bytes);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) return false;
-    p += put;
-    bytes -= static_cast<std::size_t>(put);
-  }
-  return true;
 }
 
 /// The cache file opened read-only and read past its header, or -1: `why` says what is wrong with
@@ -166,28 +164,12 @@ std::optional<CaseData> read_cached(const std::string& path, const Header& want,
   return d;
 }
 
-/// Writes `d` to `path` through a temporary file and a rename; "" or what went wrong.
+/// Writes `d` to `path` atomically (files.h: a new 0600 temporary file, then a rename); "" or what
+/// went wrong.
 std::string store(const std::string& path, const Header& h, const CaseData& d) {
-  const std::string tmp = path + ".tmp-" + random_hex(8);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return "cannot create " + tmp + ": " + std::strerror(errno);
-  bool ok = write_all(fd, &h, sizeof h) && write_all(fd, d.input.data(), d.input.bytes()) &&
-            write_all(fd, d.expected.data(), d.expected.size() * sizeof(double));
-  int err = ok ? 0 : errno;
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    err = errno;
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    return "cannot write " + tmp + ": " + (err ? std::strerror(err) : "short write");
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return "cannot rename " + tmp + " to " + path + ": " + why;
-  }
-  return "";
+  return write_parts_atomic(path, {Part{const_cast<Header*>(&h), sizeof h},
+                                   Part{const_cast<void*>(d.input.data()), d.input.bytes()},
+                                   Part{const_cast<double*>(d.expected.data()), d.expected.size() * sizeof(double)}});
 }
 
 CaseData through_cache(const Entry& e, const std::string& cache_dir, CacheUse& use) {
