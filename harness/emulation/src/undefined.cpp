@@ -69,6 +69,13 @@ struct Recorded {
 std::vector<Recorded> g_recorded;
 std::uint64_t g_unrecorded = 0;  // occurrences at places past the first kMaxRecorded
 
+/// The type's name without the quotes GCC puts around it ("'unsigned int'").
+std::string type_name(const TypeDescriptor* t) {
+  std::string name = t->name;
+  if (name.size() >= 2 && name.front() == '\'' && name.back() == '\'') name = name.substr(1, name.size() - 2);
+  return name;
+}
+
 bool type_signed(const TypeDescriptor* t) { return t->kind == 0 && (t->info & 1) != 0; }
 unsigned type_width(const TypeDescriptor* t) { return t->kind == 0 ? 1u << (t->info >> 1) : t->info; }
 
@@ -124,7 +131,7 @@ extern "C" {
 void __ubsan_handle_shift_out_of_bounds(ShiftData* data, ValueHandle lhs, ValueHandle rhs) {
   const unsigned width = type_width(data->lhs);
   const std::int64_t count = int_value(data->rhs, rhs);
-  std::string what = "a shift of the " + std::to_string(width) + "-bit " + data->lhs->name + " " +
+  std::string what = "a shift of the " + std::to_string(width) + "-bit " + type_name(data->lhs) + " " +
                      int_text(data->lhs, lhs) + " by " + std::to_string(count) + " bits";
   if (count >= 0 && count < static_cast<std::int64_t>(width)) {
     // a signed left shift that overflows (checked only with shift-base): defined on both machines here
@@ -162,11 +169,12 @@ void __ubsan_handle_float_cast_overflow(CastData* data, ValueHandle from) {
                                              : (std::uint64_t(1) << width) - 1);
   }
   char value[64];
-  std::snprintf(value, sizeof value, "%.9g", v);
-  std::string what = std::string("the ") + data->from->name + " " + value + " converted to " + to->name +
+  std::snprintf(value, sizeof value, data->from->info == 32 ? "%.7g" : "%.16g", v);
+  const std::string cpu = type_signed(to) && width == 32 ? "gives -2147483648 (x86's value for any int out of range)"
+                                                         : "gives another value";
+  std::string what = "the " + type_name(data->from) + " " + value + " converted to " + type_name(to) +
                      ", outside its range: undefined in C++. On the GPU the conversion saturates (it gives " + gpu +
-                     "); the emulator's CPU gives another value (x86 gives the lowest value of a 32-bit int), so "
-                     "this value differs from the GPU's";
+                     "); the emulator's CPU " + cpu + ", so this value differs from the GPU's";
   record(data->loc, std::move(what));
 }
 void __ubsan_handle_float_cast_overflow_abort(CastData* data, ValueHandle from) {
@@ -178,11 +186,11 @@ void __ubsan_handle_divrem_overflow(DivData* data, ValueHandle lhs, ValueHandle 
   g_pending_division = by_zero ? PendingDivision::ByZero : PendingDivision::Overflow;
   std::string what;
   if (by_zero) {
-    what = "an integer division or remainder of " + int_text(data->type, lhs) + " by zero (" + data->type->name +
+    what = "an integer division or remainder of " + int_text(data->type, lhs) + " by zero (" + type_name(data->type) +
            "): undefined in C++. The GPU does not stop: its quotient and remainder have every bit set (-1, or " +
            "the largest unsigned value), and the emulator gives the same";
   } else {
-    what = "the division " + int_text(data->type, lhs) + " / -1 (" + data->type->name +
+    what = "the division " + int_text(data->type, lhs) + " / -1 (" + type_name(data->type) +
            "), whose quotient does not fit the type: undefined in C++. The GPU wraps it (the quotient is " +
            int_text(data->type, lhs) + ", the remainder 0), and the emulator gives the same";
   }
