@@ -68,6 +68,7 @@ struct Recorded {
 };
 std::vector<Recorded> g_recorded;
 std::uint64_t g_unrecorded = 0;  // occurrences at places past the first kMaxRecorded
+bool g_differs = false;          // an operation whose CPU value is not the GPU's ran (shift, conversion)
 
 /// The type's name without the quotes GCC puts around it ("'unsigned int'").
 std::string type_name(const TypeDescriptor* t) {
@@ -144,6 +145,7 @@ void __ubsan_handle_shift_out_of_bounds(ShiftData* data, ValueHandle lhs, ValueH
             std::to_string(count) + " is 0 or -1 by its sign). The emulator's CPU takes the count modulo " +
             std::to_string(width) + " (a shift by " + std::to_string(masked) +
             "), so this value differs from the GPU's: keep the count below " + std::to_string(width);
+    g_differs = true;
   }
   record(data->loc, std::move(what));
 }
@@ -175,6 +177,7 @@ void __ubsan_handle_float_cast_overflow(CastData* data, ValueHandle from) {
   std::string what = "the " + type_name(data->from) + " " + value + " converted to " + type_name(to) +
                      ", outside its range: undefined in C++. On the GPU the conversion saturates (it gives " + gpu +
                      "); the emulator's CPU " + cpu + ", so this value differs from the GPU's";
+  g_differs = true;
   record(data->loc, std::move(what));
 }
 void __ubsan_handle_float_cast_overflow_abort(CastData* data, ValueHandle from) {
@@ -305,7 +308,10 @@ std::string undefined_operations() {
   return out;
 }
 
+bool undefined_operations_differ_from_gpu() { return detail::g_differs; }
+
 void clear_undefined_operations() {
+  detail::g_differs = false;
   detail::g_recorded.clear();
   detail::g_unrecorded = 0;
   detail::g_pending_division = detail::PendingDivision::None;

@@ -312,6 +312,7 @@ TEST_F(Emu, ShiftByTheWidthIsRecordedWithFileLineAndTheGpuValue) {
   EXPECT_TRUE(contains(u, "[2 times here]")) << u;  // both threads, one line per place
   EXPECT_TRUE(contains(u, "shift_kernel")) << u;     // where it ran first
   EXPECT_FALSE(contains(u, "race")) << u;
+  EXPECT_TRUE(scangrade::emu::undefined_operations_differ_from_gpu());
   scangrade::emu::clear_undefined_operations();
   EXPECT_EQ(scangrade::emu::undefined_operations(), "");
 }
@@ -327,6 +328,7 @@ TEST_F(Emu, FloatConversionOutOfRangeIsRecordedWithTheSaturatedGpuValue) {
   // line 18: 3e10 is too large for unsigned, and -1 is below it: the first one is described
   EXPECT_TRUE(contains(u, "kernels_undefined.cu:18: the float 3e+10 converted to unsigned int")) << u;
   EXPECT_TRUE(contains(u, "it gives 4294967295")) << u;
+  EXPECT_TRUE(scangrade::emu::undefined_operations_differ_from_gpu());
 }
 
 TEST_F(Emu, IntegerDivisionByZeroAndOverflowGiveTheGpuValueInsteadOfATrap) {
@@ -342,6 +344,8 @@ TEST_F(Emu, IntegerDivisionByZeroAndOverflowGiveTheGpuValueInsteadOfATrap) {
   EXPECT_TRUE(contains(u, "kernels_undefined.cu:23: an integer division or remainder of 7 by zero")) << u;
   EXPECT_TRUE(contains(u, "kernels_undefined.cu:25: ")) << u;
   EXPECT_TRUE(contains(u, "the emulator gives the same")) << u;
+  // the GPU's values: no reason to doubt what the thread orders show
+  EXPECT_FALSE(scangrade::emu::undefined_operations_differ_from_gpu());
   // the emulator carries on: a later launch runs
   EXPECT_EQ(emu_test::shift({1}, 1).left, (std::vector<int>{2}));
 }

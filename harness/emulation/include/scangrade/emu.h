@@ -191,6 +191,9 @@ void clear_launched_kernels();
 /// a shift count of at least the width and a float converted out of range keep the CPU's value
 /// (which differs from the GPU's), an integer division by zero or INT_MIN / -1 gives the GPU's value.
 std::string undefined_operations();
+/// True when one of them kept the CPU's value, which is not the GPU's (a shift count out of range, a
+/// float converted out of range); a division by zero or INT_MIN / -1 gives the GPU's value.
+bool undefined_operations_differ_from_gpu();
 void clear_undefined_operations();
 /// Memory someone else owns (the grader's shared case buffers, mapped into this process) made a
 /// device allocation, so that kernels and copies accept it; it counts in no balance (a leak check
