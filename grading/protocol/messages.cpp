@@ -138,6 +138,7 @@ void to_json(json& j, const CheckReply& m) {
   j["not_implemented"] = m.not_implemented;
   j["race"] = m.race;
   if (!m.not_recomputed.empty()) j["not_recomputed"] = m.not_recomputed;
+  if (!m.undefined.empty()) j["undefined"] = m.undefined;
   j["leaked_bytes"] = m.leaked_bytes;
   j["leak_detail"] = m.leak_detail;
   j["policy"] = m.policy;
@@ -166,6 +167,11 @@ void from_json(const json& j, CheckReply& m) {
   if (const json* stale = f.find("not_recomputed")) {  // emulation workers only
     if (!stale->is_string()) throw MessageError("field 'not_recomputed' is not a string");
     m.not_recomputed = stale->get<std::string>();
+  }
+  m.undefined.clear();
+  if (const json* undefined = f.find("undefined")) {  // emulation workers only
+    if (!undefined->is_string()) throw MessageError("field 'undefined' is not a string");
+    m.undefined = undefined->get<std::string>();
   }
 }
 

@@ -94,6 +94,7 @@ struct CheckReply : ReplyHeader {
   std::string leak_detail;
   std::string race;  // emulation workers: non-empty when the thread orders' results differ
   std::string not_recomputed;  // emulation workers: a repeated call left the result unwritten
+  std::string undefined;       // emulation workers: operations C++ leaves undefined that the call ran
   std::string policy;          // what the worker's policy monitor saw ("" when nothing), evidence
   std::string policy_rule;     // its rule: host_compute, library, launch
 };
@@ -110,6 +111,7 @@ void copy_run(const From& from, To& to) {
   to.leak_detail = from.leak_detail;
   to.race = from.race;
   to.not_recomputed = from.not_recomputed;
+  to.undefined = from.undefined;
 }
 
 /// The results schema's `timing` object (grading/results.schema.json): exactly these keys.

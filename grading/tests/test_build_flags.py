@@ -109,6 +109,27 @@ def test_readme_lists_every_flag_the_grader_uses():
         assert f"`{flag}" in section, f"README 'Compiler flags' does not list {flag}"
 
 
+def emulated_student_flags() -> list[str]:
+    """SCANGRADE_EMU_STUDENT_FLAGS as harness/emulation/CMakeLists.txt sets it."""
+    text = (REPO / "harness" / "emulation" / "CMakeLists.txt").read_text()
+    m = re.search(r"^set\(SCANGRADE_EMU_STUDENT_FLAGS\n(.*?)\n  CACHE", text, re.MULTILINE | re.DOTALL)
+    assert m, "harness/emulation/CMakeLists.txt sets SCANGRADE_EMU_STUDENT_FLAGS"
+    return m.group(1).split()
+
+
+def test_emulated_flags_are_one_list_used_by_make_test_and_grading():
+    flags = emulated_student_flags()
+    assert "-fwrapv" in flags and any(f.startswith("-fsanitize=shift-exponent") for f in flags), flags
+    emulation = (REPO / "harness" / "emulation" / "CMakeLists.txt").read_text()
+    assert "${SCANGRADE_EMU_STUDENT_FLAGS}" in emulation, "scangrade_add_emulated_sources compiles with them"
+    grader = (REPO / "grading" / "grader.cmake").read_text()
+    assert "SCANGRADE_EMU_STUDENT_FLAGS" in grader and "${scangrade_emu_flags_json}" in grader
+    if REAL_TOOLCHAIN.is_file() and "emulate" in json.loads(REAL_TOOLCHAIN.read_text()):
+        built = json.loads(REAL_TOOLCHAIN.read_text())["emulate"]["cxx_flags"]
+        for flag in flags:
+            assert flag in built, f"{flag} not in toolchain.json emulate cxx_flags {built}"
+
+
 @pytest.mark.skipif(not REAL_TOOLCHAIN.is_file() or "nvcc" not in json.loads(REAL_TOOLCHAIN.read_text()),
                     reason=f"{REAL_TOOLCHAIN} with the GPU recipe is not built (run `make`)")
 def test_real_toolchain_cuda_flags():

@@ -14,7 +14,8 @@ OUT. These things change, everything else is copied verbatim:
     threads of a block share, fresh for every block, one per declaration site and type;
   * the body of every __global__ function defined at namespace scope starts with a registration of
     the kernel's address, so that cudaLaunchKernel((void*)kernel, ...) finds the kernel's parameter
-    types (template kernels register each instantiation).
+    types (template kernels register each instantiation), and a call that names the kernel and its
+    file:line in the emulator's messages (the first thread of each launch records it).
 
 Local headers included in quotes (found next to the including file, or in INPUT's folder) are copied
 next to OUT as NAME.OUT-STEM.N.SUFFIX, rewritten where they need it, and the #include is pointed at the
@@ -70,6 +71,7 @@ CONFIG = "::scangrade::emu::detail::launch_config"
 BLOCK_SHARED = "::scangrade::emu::detail::block_shared"
 DYNAMIC_SHARED = "::scangrade::emu::detail::dynamic_shared"
 KERNEL_REGISTERED = "::scangrade::emu::detail::kernel_registered"
+KERNEL_ENTERED = "::scangrade::emu::detail::kernel_entered"
 
 # identifiers that never name a kernel or a callee: keywords that end or start a statement or a type
 NOT_A_NAME = {
@@ -774,7 +776,8 @@ class Rewriter:
             return  # template <> without arguments: nothing to name
         else:
             self_ref = kernel
-        registration = (f" (void)&{KERNEL_REGISTERED}<static_cast<void (*)({', '.join(params)})>(&{self_ref})>;")
+        registration = (f" (void)&{KERNEL_REGISTERED}<static_cast<void (*)({', '.join(params)})>(&{self_ref})>;"
+                        f" {KERNEL_ENTERED}(\"{kernel}\", __FILE__, __LINE__);")
         self.edits.append(Edit(self.sig[body].start, self.sig[body].end, "{" + registration))
 
 

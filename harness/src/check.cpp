@@ -340,9 +340,24 @@ Verdict balance_verdict(const Case& c, const RunRecord<T>& run) {
   return {Status::Pass, ""};
 }
 
+/// A verdict other than pass, with the operations C++ leaves undefined that the call ran (emulation):
+/// where the emulator's CPU computes them differently from the GPU, they may be the whole difference.
+Verdict with_undefined_note(Verdict v, const std::string& undefined) {
+  if (v.status == Status::Pass || undefined.empty()) return v;
+  std::string lines;
+  for (std::size_t at = 0; at <= undefined.size();) {
+    const std::size_t end = std::min(undefined.find('\n', at), undefined.size());
+    lines += "\n    " + undefined.substr(at, end - at);
+    at = end + 1;
+  }
+  v.message += "\n  note: while this case ran, your code executed operations whose result C++ leaves undefined "
+               "(the emulator reports them; the GPU does not):" + lines;
+  return v;
+}
+
 template <typename T>
-Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
-              const RunRecord<T>& run) {
+Verdict judge_data(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
+                   const RunRecord<T>& run) {
   if (auto v = record_verdict(c, run)) return *v;
   if (run.output.size() != c.n || run.input_after.size() != c.n)
     return {Status::InternalError, case_heading(c) + ": the run record is incomplete (please report)"};
@@ -381,9 +396,15 @@ Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<doub
 }
 
 template <typename T>
+Verdict judge(const Case& c, const std::vector<T>& input, const std::vector<double>& expected,
+              const RunRecord<T>& run) {
+  return with_undefined_note(judge_data(c, input, expected, run), run.undefined);
+}
+
+template <typename T>
 Verdict judge_checked(const Case& c, const RunRecord<T>& run) {
-  if (auto v = record_verdict(c, run)) return *v;
-  return balance_verdict(c, run);
+  if (auto v = record_verdict(c, run)) return with_undefined_note(*v, run.undefined);
+  return with_undefined_note(balance_verdict(c, run), run.undefined);
 }
 
 template <typename T>

@@ -42,5 +42,14 @@ bool stream_is_valid(cudaStream_t stream);
 void reset_scheduler_limits();
 /// A launch that runs (valid configuration), for the trace (trace_begin .. trace_end).
 void trace_launch(const char* file, int line, std::uint64_t blocks);
+/// The same launch, for launched_kernels(): its site, and the kernel the rewriter named (nullptr: none).
+void note_launch(const char* file, int line, const char* kernel, const char* kernel_file, int kernel_line);
+/// "the kernel `k` (student/x.cu:14) launched at student/x.cu:40 ..., block (0,0,0) thread (3,0,0)" while
+/// a kernel thread runs, else "".
+std::string current_kernel_where();
+bool in_kernel_thread();
+/// SIGFPE during a launch: a trapping integer division completes with the GPU's value (undefined.cpp).
+void install_division_handler();
+void restore_division_handler();
 
 }  // namespace scangrade::emu::detail

@@ -334,6 +334,24 @@ void trace_launch(const char* file, int line, std::uint64_t blocks) {
   ++it->launches;
   it->max_blocks = std::max(it->max_blocks, blocks);
 }
+namespace {
+struct LaunchedKernel {
+  std::string site;  // file:line of the launch
+  std::string text;
+};
+std::vector<LaunchedKernel> g_launched;
+}  // namespace
+
+void note_launch(const char* file, int line, const char* kernel, const char* kernel_file, int kernel_line) {
+  std::string site = std::string(file) + ":" + std::to_string(line);
+  for (const LaunchedKernel& k : g_launched)
+    if (k.site == site) return;
+  if (g_launched.size() >= 8) return;
+  std::string text = kernel != nullptr ? "`" + std::string(kernel) + "` (" + kernel_file + ":" +
+                                             std::to_string(kernel_line) + ") launched at " + site
+                                       : "the kernel launched at " + site;
+  g_launched.push_back(LaunchedKernel{std::move(site), std::move(text)});
+}
 Stats& mutable_stats() { return rt().stats; }
 bool poison_enabled() { return rt().poison; }
 std::size_t dynamic_shared_limit() { return rt().dynamic_shared_limit; }
@@ -881,6 +899,13 @@ Trace trace_end() {
   rt().trace = Trace{};
   return t;
 }
+
+std::vector<std::string> launched_kernels() {
+  std::vector<std::string> out;
+  for (const detail::LaunchedKernel& k : detail::g_launched) out.push_back(k.text);
+  return out;
+}
+void clear_launched_kernels() { detail::g_launched.clear(); }
 
 void adopt_memory(void* ptr, std::size_t size) {
   if (ptr != nullptr && size > 0) detail::rt().device[reinterpret_cast<std::uintptr_t>(ptr)] =

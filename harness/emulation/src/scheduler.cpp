@@ -42,6 +42,15 @@ namespace scangrade::emu::detail {
 
 std::uint64_t g_block_generation = 0;
 unsigned char* g_dynamic_shared = nullptr;
+const char* g_entered_kernel = nullptr;
+const char* g_entered_file = nullptr;
+int g_entered_line = 0;
+
+void kernel_entered_first(const char* name, const char* file, int line) {
+  g_entered_kernel = name;
+  g_entered_file = file;
+  g_entered_line = line;
+}
 
 namespace {
 
@@ -463,6 +472,10 @@ Thread* Scheduler::pick_next() {
 // ---- launch and blocks --------------------------------------------------------------------------
 
 std::string Scheduler::launch_label() const {
+  if (g_entered_kernel != nullptr)
+    return "kernel `" + std::string(g_entered_kernel) + "` (" + g_entered_file + ":" + std::to_string(g_entered_line) +
+           ") launched at " + std::string(launch_file_) + ":" + std::to_string(launch_line_) + " with grid " +
+           coords(gridDim) + " block " + coords(blockDim);
   return "kernel launched at " + std::string(launch_file_) + ":" + std::to_string(launch_line_) + " with grid " +
          coords(gridDim) + " block " + coords(blockDim);
 }
@@ -515,6 +528,7 @@ void Scheduler::launch(const LaunchConfig& cfg, const char* file, int line, Thre
   Stats& stats = mutable_stats();
   ++stats.launches;
   trace_launch(file, line, std::uint64_t(g.x) * g.y * g.z);
+  g_entered_kernel = nullptr;
   launch_file_ = file;
   launch_line_ = line;
   body_ = body;
@@ -549,6 +563,7 @@ void Scheduler::launch(const LaunchConfig& cfg, const char* file, int line, Thre
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, &g_old_segv);
   sigaction(SIGBUS, &sa, &g_old_bus);
+  install_division_handler();
 
   in_kernel_ = true;
   bool ok = true;
@@ -567,6 +582,8 @@ void Scheduler::launch(const LaunchConfig& cfg, const char* file, int line, Thre
 
   sigaction(SIGSEGV, &g_old_segv, nullptr);
   sigaction(SIGBUS, &g_old_bus, nullptr);
+  restore_division_handler();
+  note_launch(file, line, g_entered_kernel, g_entered_file, g_entered_line);
 
   if (!ok) kernel_fault(fault_message_, fault_code_);
 }
@@ -1027,6 +1044,12 @@ std::uint64_t warp_op(WarpOp op, unsigned mask, std::uint64_t value, int arg, in
   if (s == nullptr || !s->in_kernel()) return value;
   return s->warp_op(op, mask, value, arg, width, file, line);
 }
+
+std::string current_kernel_where() {
+  Scheduler* s = g_scheduler;
+  return s != nullptr && s->in_kernel() ? s->where() : std::string();
+}
+bool in_kernel_thread() { return g_scheduler != nullptr && g_scheduler->can_catch_signal(); }
 
 unsigned active_mask() { return scheduler().active_mask(); }
 void yield_point() {

@@ -72,6 +72,29 @@ __global__ void racy_kernel(const int* in, int* out, int n) {
   if (t < n) out[t] = s[t];
 }
 
+// a double-buffered scan whose load goes through a padded tile with pad(t) = t >> (16 + t % 32): a shift
+// count of 32 or more once t % 32 >= 16, undefined in C++ (0 on the GPU: no padding, a right scan; x86
+// takes the count modulo 32, so some threads' slots collide and which write lands depends on the order)
+__global__ void shifted_pad_kernel(const int* in, int* out, int n) {
+  __shared__ int tile[2 * kThreads];
+  __shared__ int buf[2][kThreads];
+  int t = threadIdx.x;
+  int pad = t >> (16 + t % 32);  // arena_kernels.cu:82
+  tile[t + pad] = t < n ? in[t] : 0;
+  __syncthreads();
+  int src = 0;
+  buf[src][t] = tile[t + pad];
+  __syncthreads();
+  for (int d = 1; d < kThreads; d *= 2) {
+    int v = buf[src][t];
+    if (t >= d) v += buf[src][t - d];
+    buf[1 - src][t] = v;
+    src = 1 - src;
+    __syncthreads();
+  }
+  if (t < n) out[t] = buf[src][t];
+}
+
 __global__ void null_write_kernel(const int* in, int* out, int* block_sums, int n) {
   int t = threadIdx.x;
   if (t < n) out[t] = in[t];
@@ -200,6 +223,10 @@ void correct_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cuda
 
 void racy_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream) {
   racy_kernel<<<1, kThreads, 0, stream>>>(in, out, static_cast<int>(n));
+}
+
+void shifted_pad_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream) {
+  shifted_pad_kernel<<<1, kThreads, 0, stream>>>(in, out, static_cast<int>(n));
 }
 
 void null_write_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream) {

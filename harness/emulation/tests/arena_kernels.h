@@ -36,6 +36,8 @@ void frees_host_vector_checked(const std::int32_t* in, std::int32_t* out, std::s
 void correct_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream);
 /// An in-place Hillis-Steele scan without double buffering: a data race (forward order: wrong sums).
 void racy_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream);
+// a shift count past the width (undefined) makes the thread orders disagree; no race on a GPU
+void shifted_pad_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream);
 /// Writes its block total through a null pointer: an illegal address under every thread order.
 void null_write_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream);
 /// Thread 0 sets a shared offset that the others read with no barrier in between: right under

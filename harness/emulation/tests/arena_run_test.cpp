@@ -71,8 +71,28 @@ TEST_F(ArenaRun, GenuineRaceIsStillARace) {
   const Judged j = judge_emulated(arena_test::racy_scan, 1000);
   EXPECT_EQ(j.verdict.status, Status::Race) << j.verdict.message;
   EXPECT_TRUE(contains(j.verdict.message, "depends on thread scheduling")) << j.verdict.message;
-  // the other cause of an emulated difference the GPU does not show: undefined behaviour (a shift)
-  EXPECT_TRUE(contains(j.verdict.message, "a shift by 32 bits or more")) << j.verdict.message;
+  // where to look: the kernel, its definition and its launch
+  EXPECT_TRUE(contains(j.verdict.message, "a data race in `racy_kernel` (")) << j.verdict.message;
+  EXPECT_TRUE(contains(j.verdict.message, "arena_kernels.cu:63) launched at ")) << j.verdict.message;
+  EXPECT_TRUE(j.run.undefined.empty()) << j.run.undefined;
+}
+
+TEST_F(ArenaRun, OrdersThatDisagreeAfterAnUndefinedShiftAreNoRace) {
+  const Judged j = judge_emulated(arena_test::shifted_pad_scan, 1000);
+  EXPECT_TRUE(j.run.race.empty()) << j.run.race;
+  EXPECT_NE(j.verdict.status, Status::Race) << j.verdict.message;
+  EXPECT_TRUE(contains(j.run.undefined, "arena_kernels.cu:82: a shift of the 32-bit int")) << j.run.undefined;
+  EXPECT_TRUE(contains(j.run.undefined, "the results also differ between thread orders")) << j.run.undefined;
+  if (j.verdict.status != Status::Pass) {
+    EXPECT_TRUE(contains(j.verdict.message, "note: while this case ran, your code executed operations whose result "
+                                            "C++ leaves undefined"))
+        << j.verdict.message;
+    EXPECT_FALSE(contains(j.verdict.message, "__syncthreads")) << j.verdict.message;
+  }
+  // every call starts afresh: the next correct call has nothing on record
+  const Judged clean = judge_emulated(arena_test::correct_scan, 1000);
+  EXPECT_EQ(clean.verdict.status, Status::Pass) << clean.verdict.message;
+  EXPECT_TRUE(clean.run.undefined.empty()) << clean.run.undefined;
 }
 
 TEST_F(ArenaRun, CrashUnderEveryOrderIsThatCrashNotARace) {

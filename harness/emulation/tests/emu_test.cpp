@@ -2,6 +2,7 @@
 // rewrite.py exactly as student code is.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <numeric>
 #include <regex>
 #include <string>
@@ -275,6 +276,80 @@ TEST_F(Emu, InPlaceHillisSteeleRaceDependsOnOrder) {
     if (forward != reverse) ++differing_sizes;
   }
   EXPECT_EQ(differing_sizes, 9) << "forward order exposes the race at every size";
+}
+
+TEST_F(Emu, LaunchedKernelsNameTheKernelItsDefinitionAndLaunchSite) {
+  scangrade::emu::clear_launched_kernels();
+  emu_test::hillis_steele_in_place(ramp(64));
+  const std::vector<std::string> kernels = scangrade::emu::launched_kernels();
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_TRUE(std::regex_search(kernels[0], std::regex("^`hillis_steele_in_place_kernel` \\(.*kernels_races\\.cu:9\\) "
+                                                       "launched at .*kernels_races\\.cu:[0-9]+$")))
+      << kernels[0];
+  scangrade::emu::clear_launched_kernels();
+  EXPECT_TRUE(scangrade::emu::launched_kernels().empty());
+}
+
+// ---- operations C++ leaves undefined ------------------------------------------------------------
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST_F(Emu, ShiftCountsBelowTheWidthAreNotRecorded) {
+  scangrade::emu::clear_undefined_operations();
+  const emu_test::Shifted s = emu_test::shift({5, -8}, 3);
+  EXPECT_EQ(s.left, (std::vector<int>{40, -64}));
+  EXPECT_EQ(s.right_unsigned, (std::vector<unsigned>{0u, 0x1fffffffu}));
+  EXPECT_EQ(s.right_signed, (std::vector<int>{0, -1}));
+  EXPECT_EQ(scangrade::emu::undefined_operations(), "");
+}
+
+TEST_F(Emu, ShiftByTheWidthIsRecordedWithFileLineAndTheGpuValue) {
+  scangrade::emu::clear_undefined_operations();
+  emu_test::shift({5, -8}, 32);
+  const std::string u = scangrade::emu::undefined_operations();
+  for (int line : {10, 11, 12}) EXPECT_TRUE(contains(u, "kernels_undefined.cu:" + std::to_string(line) + ": ")) << u;
+  EXPECT_TRUE(contains(u, "a shift of the 32-bit int 5 by 32 bits: undefined in C++")) << u;
+  EXPECT_TRUE(contains(u, "On the GPU the count is clamped to the width: `x << 32` is 0")) << u;
+  EXPECT_TRUE(contains(u, "takes the count modulo 32 (a shift by 0)")) << u;
+  EXPECT_TRUE(contains(u, "[2 times here]")) << u;  // both threads, one line per place
+  EXPECT_TRUE(contains(u, "shift_kernel")) << u;     // where it ran first
+  EXPECT_FALSE(contains(u, "race")) << u;
+  EXPECT_TRUE(scangrade::emu::undefined_operations_differ_from_gpu());
+  scangrade::emu::clear_undefined_operations();
+  EXPECT_EQ(scangrade::emu::undefined_operations(), "");
+}
+
+TEST_F(Emu, FloatConversionOutOfRangeIsRecordedWithTheSaturatedGpuValue) {
+  scangrade::emu::clear_undefined_operations();
+  const emu_test::Converted c = emu_test::convert({1.5f, 3e10f, -1.0f});
+  EXPECT_EQ(c.as_int[0], 1);
+  EXPECT_EQ(c.as_unsigned[0], 1u);
+  const std::string u = scangrade::emu::undefined_operations();
+  EXPECT_TRUE(contains(u, "kernels_undefined.cu:17: the float 3e+10 converted to int, outside its range")) << u;
+  EXPECT_TRUE(contains(u, "saturates (it gives 2147483647)")) << u;
+  // line 18: 3e10 is too large for unsigned, and -1 is below it: the first one is described
+  EXPECT_TRUE(contains(u, "kernels_undefined.cu:18: the float 3e+10 converted to unsigned int")) << u;
+  EXPECT_TRUE(contains(u, "it gives 4294967295")) << u;
+  EXPECT_TRUE(scangrade::emu::undefined_operations_differ_from_gpu());
+}
+
+TEST_F(Emu, IntegerDivisionByZeroAndOverflowGiveTheGpuValueInsteadOfATrap) {
+  scangrade::emu::clear_undefined_operations();
+  constexpr int kMin = std::numeric_limits<int>::min();
+  const emu_test::Divided d = emu_test::divide({7, -7, kMin, 9}, {0, 0, -1, 2});
+  EXPECT_EQ(d.status, cudaSuccess);
+  // every bit set for a zero divisor; INT_MIN / -1 wraps, its remainder is 0
+  EXPECT_EQ(d.quotient, (std::vector<int>{-1, -1, kMin, 4}));
+  EXPECT_EQ(d.remainder, (std::vector<int>{-1, -1, 0, 1}));
+  EXPECT_EQ(d.unsigned_quotient, (std::vector<unsigned>{0xffffffffu, 0xffffffffu, 0u, 4u}));
+  const std::string u = scangrade::emu::undefined_operations();
+  EXPECT_TRUE(contains(u, "kernels_undefined.cu:23: an integer division or remainder of 7 by zero")) << u;
+  EXPECT_TRUE(contains(u, "kernels_undefined.cu:25: ")) << u;
+  EXPECT_TRUE(contains(u, "the emulator gives the same")) << u;
+  // the GPU's values: no reason to doubt what the thread orders show
+  EXPECT_FALSE(scangrade::emu::undefined_operations_differ_from_gpu());
+  // the emulator carries on: a later launch runs
+  EXPECT_EQ(emu_test::shift({1}, 1).left, (std::vector<int>{2}));
 }
 
 TEST_F(Emu, DoubleBufferedHillisSteeleIsOrderIndependent) {

@@ -43,6 +43,25 @@ std::vector<int> hillis_steele_in_place(const std::vector<int>& in);
 std::vector<int> hillis_steele_double_buffered(const std::vector<int>& in);
 int warp_reduce_without_syncwarp(const std::vector<int>& in);
 
+// kernels_undefined.cu: operations C++ leaves undefined
+struct Shifted {
+  std::vector<int> left;
+  std::vector<unsigned> right_unsigned;
+  std::vector<int> right_signed;
+};
+Shifted shift(const std::vector<int>& in, int amount);
+struct Converted {
+  std::vector<int> as_int;
+  std::vector<unsigned> as_unsigned;
+};
+Converted convert(const std::vector<float>& in);
+struct Divided {
+  cudaError_t status;
+  std::vector<int> quotient, remainder;
+  std::vector<unsigned> unsigned_quotient;
+};
+Divided divide(const std::vector<int>& a, const std::vector<int>& b);
+
 // kernels_scan.cu
 void two_level_exclusive_scan(const std::int32_t* d_in, std::int32_t* d_out, std::size_t n, cudaStream_t stream);
 void leak_malloc(std::size_t bytes);

@@ -177,6 +177,24 @@ struct Trace {
 };
 void trace_begin();
 Trace trace_end();
+
+/// The kernels launched since clear_launched_kernels(), one line per launch site in the order of
+/// their first launch (the first 8): "`scan_block` (student/x.cu:14) launched at student/x.cu:40",
+/// or "the kernel launched at student/x.cu:40" when the rewriter could not name it.
+std::vector<std::string> launched_kernels();
+void clear_launched_kernels();
+
+/// Operations whose result C++ leaves undefined that ran since clear_undefined_operations(), one
+/// line each ("student/x.cu:12: a shift of the 32-bit int 5 by 32 bits: undefined in C++ ... on the GPU
+/// ..."; "" when none). The emulated build compiles student code with GCC's checks for them
+/// (SCANGRADE_EMU_STUDENT_FLAGS); see src/undefined.cpp for what the GPU and the emulator compute:
+/// a shift count of at least the width and a float converted out of range keep the CPU's value
+/// (which differs from the GPU's), an integer division by zero or INT_MIN / -1 gives the GPU's value.
+std::string undefined_operations();
+/// True when one of them kept the CPU's value, which is not the GPU's (a shift count out of range, a
+/// float converted out of range); a division by zero or INT_MIN / -1 gives the GPU's value.
+bool undefined_operations_differ_from_gpu();
+void clear_undefined_operations();
 /// Memory someone else owns (the grader's shared case buffers, mapped into this process) made a
 /// device allocation, so that kernels and copies accept it; it counts in no balance (a leak check
 /// measures the student's allocations only). forget_memory ends it (the mapping stays the owner's).

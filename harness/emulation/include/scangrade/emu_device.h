@@ -59,6 +59,15 @@ unsigned active_mask();
 void yield_point();
 [[noreturn]] void trap(const char* what, const char* file, int line);
 
+/// The kernel that is running: rewrite.py starts each kernel body it registers with
+/// `kernel_entered("name", __FILE__, __LINE__)` (the line of the body's `{`), recorded once per launch
+/// for the messages that name the kernel (emu::launched_kernels()).
+extern const char* g_entered_kernel;
+void kernel_entered_first(const char* name, const char* file, int line);
+inline void kernel_entered(const char* name, const char* file, int line) {
+  if (g_entered_kernel == nullptr) kernel_entered_first(name, file, line);
+}
+
 // shared memory
 extern std::uint64_t g_block_generation;  // changes at the start of every block
 extern unsigned char* g_dynamic_shared;   // this launch's dynamic shared memory
