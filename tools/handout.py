@@ -2,17 +2,20 @@
 """Build the student handout: a deterministic .tar.gz students unpack, fill in and `make test`.
 
 What goes in is an allow-list (ALLOW below), never "everything but ...": the four starter files,
-the contract header and the harness `make test` needs, the CPU emulation backend, the public suite,
-the real CMakeLists.txt (it builds only the student targets when reference/ is absent), make test's
-driver tools/student_test.py with the grader's file-name rules (grading/scangrade/submission.py and
-vocab.py, shipped as tools/scangrade/) and the starter files again as harness/starter/ (they stand in
-for a slot that does not compile), and from tools/handout/ a student Makefile, README and deps.sh
-(checks, installs nothing). Reference solutions, the grader, the gallery, hidden
-suites, the suite generator and the emulator's own tests (whose kernels solve slots) stay out, and
-the build refuses to write the tarball when
+the contract header and the harness `make test` needs, the CPU emulation backend and its per-machine
+cache (harness/cmake/), the public suite, the real CMakeLists.txt (it builds only the student targets
+and the emulation grader when reference/ is absent), make test's driver tools/student_test.py and
+the starter files again as harness/starter/ (they stand in for a slot that does not compile), the
+grader for `make grade` on the emulation backend (grading/grade.py, the Python package's modules it
+imports, the judge, the emulated worker, the protocol, the sandbox launcher, the policy rules), and
+from tools/handout/ a student Makefile, README and deps.sh (checks, installs nothing). Reference
+solutions, the gallery, the grader's and the emulator's tests (their kernels solve slots), the
+fidelity notes, the platform bundles, hidden suites and the suite generator stay out, and the build
+refuses to write the tarball when
 
-  * a file in it lies under reference/ or grading/ (the grader: judge, worker, protocol, Python,
-    gallery) or the emulator's tests, or declares `namespace scangrade::reference`,
+  * a file in it lies under reference/, grading/gallery/, grading/tests/, grading/judge/tests/,
+    grading/worker/tests/, grading/fidelity/, grading/platforms/ or the emulator's tests, or
+    declares `namespace scangrade::reference`,
   * a file in it looks like a hidden suite,
   * a starter file in student/ no longer calls not_implemented() (a solved file would ship),
   * an allow-list entry matches nothing (a file was renamed: update ALLOW).
