@@ -23,7 +23,6 @@ set(SCANGRADE_RT_PUBLIC PUBLIC)
 set(SCANGRADE_RT_PRIVATE PRIVATE)
 set(SCANGRADE_RUNTIME_LIBRARIES scangrade_core scangrade_emu scangrade_device_emu)
 set(scangrade_runtime_note "${CMAKE_BINARY_DIR}/runtime-cache.note")
-file(REMOVE "${scangrade_runtime_note}")
 
 if(SCANGRADE_RUNTIME_CACHE AND SCANGRADE_EMULATION)
   file(GLOB_RECURSE scangrade_rt_inputs CONFIGURE_DEPENDS
@@ -85,9 +84,17 @@ if(SCANGRADE_RUNTIME_CACHE AND SCANGRADE_EMULATION)
   if(scangrade_runtime_cached)
     set(SCANGRADE_RT_PUBLIC INTERFACE)
     set(SCANGRADE_RT_PRIVATE INTERFACE)
-    file(WRITE "${scangrade_runtime_note}"
-         "emulation runtime: reused from ${scangrade_runtime_dir} (built before on this machine from the same "
-         "sources and compiler; SCANGRADE_CACHE= builds it here instead)\n")
+    # said once per build folder (a reconfigure for a slot that does not compile says nothing new)
+    set(used "")
+    if(EXISTS "${CMAKE_BINARY_DIR}/runtime-cache.used")
+      file(READ "${CMAKE_BINARY_DIR}/runtime-cache.used" used)
+    endif()
+    if(NOT used STREQUAL scangrade_runtime_dir)
+      file(WRITE "${scangrade_runtime_note}"
+           "emulation runtime: reused from ${scangrade_runtime_dir} (built before on this machine from the same "
+           "sources and compiler; SCANGRADE_CACHE= builds it here instead)\n")
+      file(WRITE "${CMAKE_BINARY_DIR}/runtime-cache.used" "${scangrade_runtime_dir}")
+    endif()
     message(STATUS "emulation runtime: reusing ${scangrade_runtime_dir}")
   else()
     file(WRITE "${CMAKE_BINARY_DIR}/runtime-cache.key" "${key_text}")
