@@ -91,8 +91,7 @@ if(SCANGRADE_RUNTIME_CACHE AND SCANGRADE_EMULATION)
     endif()
     if(NOT used STREQUAL scangrade_runtime_dir)
       file(WRITE "${scangrade_runtime_note}"
-           "emulation runtime: reused from ${scangrade_runtime_dir} (built before on this machine from the same "
-           "sources and compiler; SCANGRADE_CACHE= builds it here instead)\n")
+           "emulation runtime: reused from ${scangrade_runtime_dir} (same sources, same compiler)\n")
       file(WRITE "${CMAKE_BINARY_DIR}/runtime-cache.used" "${scangrade_runtime_dir}")
     endif()
     message(STATUS "emulation runtime: reusing ${scangrade_runtime_dir}")
