@@ -2,17 +2,20 @@
 """Build the student handout: a deterministic .tar.gz students unpack, fill in and `make test`.
 
 What goes in is an allow-list (ALLOW below), never "everything but ...": the four starter files,
-the contract header and the harness `make test` needs, the CPU emulation backend, the public suite,
-the real CMakeLists.txt (it builds only the student targets when reference/ is absent), make test's
-driver tools/student_test.py with the grader's file-name rules (grading/scangrade/submission.py and
-vocab.py, shipped as tools/scangrade/) and the starter files again as harness/starter/ (they stand in
-for a slot that does not compile), and from tools/handout/ a student Makefile, README and deps.sh
-(checks, installs nothing). Reference solutions, the grader, the gallery, hidden
-suites, the suite generator and the emulator's own tests (whose kernels solve slots) stay out, and
-the build refuses to write the tarball when
+the contract header and the harness `make test` needs, the CPU emulation backend and its per-machine
+cache (harness/cmake/), the public suite, the real CMakeLists.txt (it builds only the student targets
+and the emulation grader when reference/ is absent), make test's driver tools/student_test.py and
+the starter files again as harness/starter/ (they stand in for a slot that does not compile), the
+grader for `make grade` on the emulation backend (grading/grade.py, the Python package's modules it
+imports, the judge, the emulated worker, the protocol, the sandbox launcher, the policy rules), and
+from tools/handout/ a student Makefile, README and deps.sh (checks, installs nothing). Reference
+solutions, the gallery, the grader's and the emulator's tests (their kernels solve slots), the
+fidelity notes, the platform bundles, hidden suites and the suite generator stay out, and the build
+refuses to write the tarball when
 
-  * a file in it lies under reference/ or grading/ (the grader: judge, worker, protocol, Python,
-    gallery) or the emulator's tests, or declares `namespace scangrade::reference`,
+  * a file in it lies under reference/, grading/gallery/, grading/tests/, grading/judge/tests/,
+    grading/worker/tests/, grading/fidelity/, grading/platforms/ or the emulator's tests, or
+    declares `namespace scangrade::reference`,
   * a file in it looks like a hidden suite,
   * a starter file in student/ no longer calls not_implemented() (a solved file would ship),
   * an allow-list entry matches nothing (a file was renamed: update ALLOW).
@@ -62,6 +65,7 @@ ALLOW: list[tuple[str, str]] = [
     ("harness/src/*.cpp", "harness: suites, inputs, oracle, checks, device and emulated runs"),
     ("harness/tests/kernel_tests.cpp", "the kernel tests `make test` runs"),
     ("harness/tests/bind_student.cpp", "binds the kernel tests to student/"),
+    ("harness/cmake/*.cmake", "the emulation runtime built once per machine and reused (SCANGRADE_CACHE)"),
     ("harness/emulation/CMakeLists.txt", "CPU emulation backend"),
     ("harness/emulation/README.md", "CPU emulation backend"),
     ("harness/emulation/rewrite.py", "CPU emulation backend"),
@@ -71,11 +75,30 @@ ALLOW: list[tuple[str, str]] = [
     ("CMakeLists.txt", "the build (student targets only without reference/)"),
     ("tools/student_test.py", "make test's driver: the grader's layout rules, one build per slot, the tests"),
     ("tools/submit.py", "make submit: the archive to hand in, read back with the grader's reader"),
+    # make grade: the grader itself, emulation backend only (CMake without reference/ builds no GPU
+    # worker), the same judge, worker, sandbox launcher and Python as the instructor's
+    ("grading/grade.py", "make grade: the grader's command line"),
+    ("grading/grader.cmake", "make grade: builds the judge, the sandbox launcher and the emulated worker"),
+    ("grading/policy_rules.json", "make grade: the grader's forbidden calls and headers"),
+    ("grading/results.schema.json", "make grade: results.json's schema"),
+    ("grading/judge/*.cpp", "make grade: the judge"),
+    ("grading/judge/*.h", "make grade: the judge"),
+    ("grading/protocol/*.cpp", "make grade: the judge-worker protocol"),
+    ("grading/protocol/*.h", "make grade: the judge-worker protocol"),
+    ("grading/sandbox/*", "make grade: the sandbox launcher (falls back without bubblewrap)"),
+    ("grading/worker/worker_main.cpp", "make grade: the worker that runs the student's slots"),
+    ("grading/worker/policy_*", "make grade: the run-time policy monitor"),
+    ("grading/scangrade/*.py", "make grade: the grader's Python (layout, build, judge, exports, feedback.html)"),
+    ("grading/scangrade/platforms/*.py", "make grade: the exporters' platform formats"),
+    ("grading/scangrade/templates/feedback.html.j2", "make grade: feedback.html"),
+    ("requirements.txt", "make grade: Jinja2 for feedback.html (grade.py names this file when it is missing)"),
 ]
+# grading/scangrade modules make grade never imports (a class, a cluster, repositories, the gallery)
+NOT_SHIPPED = ("grading/scangrade/batch.py", "grading/scangrade/batch_report.py", "grading/scangrade/gallery.py",
+               "grading/scangrade/gradebook.py", "grading/scangrade/lms.py", "grading/scangrade/repos.py",
+               "grading/scangrade/slurm.py")
 # handout path -> repository file shipped under another name (the same bytes: one source)
 SHIPPED_AS: dict[str, tuple[str, str]] = {
-    "tools/scangrade/submission.py": ("grading/scangrade/submission.py", "the grader's file-name rules (make test)"),
-    "tools/scangrade/vocab.py": ("grading/scangrade/vocab.py", "the grader's names, for submission.py"),
     **{f"harness/starter/{slot}.cu": (f"student/{slot}.cu", "starter file: stands in for a slot that does not compile")
        for slot in ("hillis_steele", "blelloch", "hierarchical", "single_pass")},
 }
@@ -86,12 +109,12 @@ GENERATED: dict[str, str] = {
     "tools/deps.sh": "deps.sh",
 }
 # handout path -> text made here
-GENERATED_TEXT: dict[str, str] = {
-    "tools/scangrade/__init__.py": '"""The grader\'s submission rules (grading/scangrade in the course\'s grader), for make test."""\n',
-}
+GENERATED_TEXT: dict[str, str] = {}
 FORBIDDEN_TEXT = b"namespace scangrade::reference"
-# everything but reference/ and grading/ may ship (and no hidden suite); the emulator's tests solve slots
-FORBIDDEN_DIRS = ("reference/", "grading/", "harness/emulation/tests/")
+# never ships: the reference solutions, the gallery (complete and near-complete submissions), the
+# tests and fidelity notes (their kernels and fixtures solve slots), the platforms' bundles
+FORBIDDEN_DIRS = ("reference/", "grading/gallery/", "grading/tests/", "grading/judge/tests/", "grading/worker/tests/",
+                  "grading/fidelity/", "grading/platforms/", "harness/emulation/tests/")
 
 FEEDBACK_TEMPLATE = "feedback.yml"
 FEEDBACK_PATH = ".github/workflows/feedback.yml"
@@ -210,7 +233,7 @@ def collect(source, feedback: str | None = None) -> list[Entry]:
     files = source.files()
     entries: dict[str, Entry] = {}
     for pattern, why in ALLOW:
-        hits = [f for f in files if matches(f, pattern) and not f.endswith((".pyc", ".o", ".a"))]
+        hits = [f for f in files if matches(f, pattern) and not f.endswith((".pyc", ".o", ".a")) and f not in NOT_SHIPPED]
         if not hits:
             raise HandoutError(f"allow-list entry {pattern!r} matches no file: update ALLOW in tools/handout.py")
         for f in hits:

@@ -33,7 +33,15 @@ REQUIRED = [
     "harness/src/suite.cpp", "harness/src/emulated_run.cpp",
     "harness/emulation/CMakeLists.txt", "harness/emulation/rewrite.py",
     "harness/emulation/include/cuda_runtime.h", "harness/emulation/src/scheduler.cpp",
+    "harness/cmake/runtime_cache.cmake", "harness/cmake/runtime_cache_store.cmake",
+    # make grade: the grader's emulated judge, worker, sandbox launcher and Python
+    "grading/grade.py", "grading/grader.cmake", "grading/judge/judge_main.cpp", "grading/worker/worker_main.cpp",
+    "grading/sandbox/sandbox_main.cpp", "grading/protocol/messages.cpp", "grading/policy_rules.json",
+    "grading/scangrade/grade.py", "grading/scangrade/templates/feedback.html.j2",
 ]
+# never in the handout: model answers, complete submissions, test kernels and fixtures that solve slots
+NEVER = ("reference/", "grading/gallery/", "grading/tests/", "grading/judge/tests/", "grading/worker/tests/",
+         "grading/fidelity/", "grading/platforms/", "harness/emulation/tests/")
 
 
 def build(out: Path) -> subprocess.CompletedProcess:
@@ -74,14 +82,15 @@ def test_allow_listed_files_present(tarball):
         elif path not in handout.GENERATED_TEXT:
             assert data == (REPO / path).read_bytes(), f"{path} differs from the repository's"
     # make test's driver finds the grader's own file-name rules and a starter file for every slot
-    assert files["tools/scangrade/submission.py"] == (REPO / "grading/scangrade/submission.py").read_bytes()
+    assert files["grading/scangrade/submission.py"] == (REPO / "grading/scangrade/submission.py").read_bytes()
     assert all(files[f"harness/starter/{s}.cu"] == files[f"student/{s}.cu"] for s in SLOTS)
 
 
 def test_forbidden_files_absent(tarball):
     files = files_of(tarball)
     for path, data in files.items():
-        assert not path.startswith(("reference/", "grading/", "harness/emulation/tests/")), path
+        assert not path.startswith(NEVER), path
+        assert path != "grading/worker/reference_as_student.cpp", path
         assert b"namespace scangrade::reference" not in data, f"{path} holds reference solution code"
         assert b"namespace scangrade::baseline" not in data, f"{path} holds the CUB baseline"
         assert "hidden" not in path.lower() and "gallery" not in path.lower(), path
@@ -153,10 +162,11 @@ def test_refuses_solutions_and_missing_files(tmp_path):
         handout.collect(handout.WorkTree(root))
 
 
-@pytest.mark.parametrize("path", ["grading/judge/judge.cpp", "reference/blelloch.cu", "testcases/hidden.json"])
-def test_refuses_the_grader_the_reference_and_hidden_suites(tmp_path, monkeypatch, path):
-    """An allow-list entry that reaches grading/ (judge, worker, Python), reference/ or a hidden suite
-    is refused, whatever the file holds."""
+@pytest.mark.parametrize("path", ["grading/gallery/correct_x/student/blelloch.cu", "grading/judge/tests/racy/slots.cu",
+                                  "grading/tests/test_x.py", "reference/blelloch.cu", "testcases/hidden.json"])
+def test_refuses_the_gallery_the_reference_and_hidden_suites(tmp_path, monkeypatch, path):
+    """An allow-list entry that reaches the gallery, the grader's tests, reference/ or a hidden suite
+    is refused, whatever the file holds (the judge, worker and grade.py ship: make grade)."""
     root = copy_sources(tmp_path)
     (root / path).parent.mkdir(parents=True, exist_ok=True)
     (root / path).write_text("// harmless text\n")
@@ -294,25 +304,48 @@ class Student:
     """A student's handout: unpacked in a fresh home folder owned by a non-root user, `make test` run
     as that user with a clean environment and the given PATH."""
 
-    def __init__(self, tarball: Path, base: Path, path: str) -> None:
+    def __init__(self, tarball: Path, base: Path, path: str, folder: str = "") -> None:
+        """folder: unpack into home/folder (a second handout of the same student: the same home)."""
         self.home = base / "home"
-        self.home.mkdir()
-        shutil.chown(self.home, STUDENT_USER, STUDENT_USER)
+        if not self.home.is_dir():
+            self.home.mkdir()
+            shutil.chown(self.home, STUDENT_USER, STUDENT_USER)
         self.path = path
         copy = base / tarball.name  # where the student user can read it
         shutil.copy(tarball, copy)
         os.chmod(copy, 0o644)
-        self.run(["tar", "xzf", str(copy)], cwd=self.home)
-        self.root = self.home / handout.PREFIX
+        where = self.home / folder
+        if folder:
+            self.run(["mkdir", "-p", str(where)], cwd=self.home)
+        self.run(["tar", "xzf", str(copy)], cwd=where)
+        self.root = where / handout.PREFIX
         self.student = self.root / "student"
 
-    def run(self, cmd: list[str], cwd: Path | None = None, timeout: float = 1800) -> subprocess.CompletedProcess:
+    def run(self, cmd: list[str], cwd: Path | None = None, timeout: float = 1800,
+            env: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
         return subprocess.run(["runuser", "-u", STUDENT_USER, "--", "env", "-i", f"HOME={self.home}",
-                               f"PATH={self.path}", "LANG=C.UTF-8", *cmd], cwd=cwd or self.root,
+                               f"PATH={self.path}", "LANG=C.UTF-8", *env, *cmd], cwd=cwd or self.root,
                               capture_output=True, text=True, timeout=timeout)
 
     def make_test(self) -> tuple[int, str]:
         r = self.run(["make", "test", "JOBS=2"])
+        return r.returncode, r.stdout + r.stderr
+
+    def make_grade(self) -> tuple[int, str]:
+        """make grade, with Jinja2 (for feedback.html) where the student's python3 has none: the test's
+        own copy of jinja2 and markupsafe on PYTHONPATH, as `pip install --user jinja2` would give."""
+        env: tuple[str, ...] = ()
+        if self.run(["python3", "-c", "import jinja2"]).returncode != 0:
+            import jinja2
+            import markupsafe
+            lib = self.home.parent / "pylib"
+            for pkg in (jinja2, markupsafe):
+                src = Path(pkg.__file__).parent
+                if not (lib / src.name).is_dir():
+                    shutil.copytree(src, lib / src.name)
+            subprocess.run(["chmod", "-R", "a+rX", str(lib)], check=True)
+            env = (f"PYTHONPATH={lib}",)
+        r = self.run(["make", "grade", "JOBS=2"], env=env)
         return r.returncode, r.stdout + r.stderr
 
     def put(self, files: dict[str, Path | str]) -> None:
@@ -369,18 +402,73 @@ def student_base():
     shutil.rmtree(base, ignore_errors=True)
 
 
+def grade_digest(results: dict) -> dict:
+    """What a grade is: the outcome, the score, each slot's points and statuses, each case's status and points."""
+    return {"outcome": results["outcome"], "max_n": results["max_n"], "score": results["score"],
+            "slots": {k: (v["points"], v["max_points"], v["statuses"]) for k, v in results["slots"].items()},
+            "cases": sorted((c["id"], c["status"], c["points"], c["max_points"]) for c in results["cases"])}
+
+
+def instructor_grade(student: Path, out: Path) -> dict:
+    """The project's own grade.py on the emulation backend with the public suite, of a copy of student/."""
+    copy = out / "submission" / "student"
+    shutil.copytree(student, copy)
+    r = subprocess.run([sys.executable, str(REPO / "grading/grade.py"), "--build-dir", os.environ["SCANGRADE_BUILD_DIR"],
+                        "--backend", "emulate", "--out", str(out / "results"), str(copy)],
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads((out / "results" / "results.json").read_text())
+
+
+def cache_dir_in(out: str, verb: str) -> str:
+    """The emulation runtime's cache folder make test names after `verb` ("stored in", "reused from")."""
+    found = re.findall(rf"^emulation runtime: (?:built once and )?{verb} (\S+?):? ", out, re.M)
+    assert len(found) == 1, out[-3000:]
+    return found[0]
+
+
+def runtime_objects(build: Path) -> set[str]:
+    """The object files this build folder compiled for the emulation runtime's libraries."""
+    dirs = {"scangrade_core.dir", "scangrade_emu.dir", "scangrade_device_emu.dir"}
+    return {o.name for o in build.rglob("*.o") if dirs & set(o.parts)}
+
+
 def test_handout_as_a_student_without_nvcc(tarball, student_user, student_base):
     """Slow (several minutes on 2 cores, one hang costs 3 deadlines): a non-root student in a fresh
-    home, no bubblewrap and no nvcc on PATH, drives `make test` through the issue's cases."""
+    home, no bubblewrap and no nvcc on PATH, drives `make test` through the issue's cases, `make grade`
+    (compared with the instructor's emulated grade of the same files) and the per-machine emulation
+    runtime (a second handout reuses it, a changed source does not)."""
+    build_dir = os.environ.get("SCANGRADE_BUILD_DIR")
+    if not build_dir or not (Path(build_dir) / "grading/toolchain.json").is_file():
+        pytest.skip("needs SCANGRADE_BUILD_DIR: the project's build with the grader (the instructor's grade)")
     s = Student(tarball, student_base, student_path(student_base, nvcc=False))
 
-    # as shipped: builds (emulated only, said once), the four slots NOT IMPLEMENTED, exit 0
+    # as shipped: builds (emulated only, said once), the four slots NOT IMPLEMENTED, exit 0; the
+    # emulation runtime is built once and stored in the student's cache (said once)
     rc, out = s.make_test()
     assert rc == 0, out[-4000:]
     assert out.count("note: nvcc not found") == 1 and "deps:" not in out, out[-4000:]
     assert summary(out) == {(sl, d): "NOT IMPLEMENTED" for sl in SLOTS for d in ("int32", "float32")}, out[-2000:]
+    stored = cache_dir_in(out, "stored in")
+    assert stored.startswith(f"{s.home}/.cache/scangrade/emulation-runtime-"), stored
     rc, out = s.make_test()
-    assert rc == 0 and "nvcc not found" not in out, out[-2000:]
+    assert rc == 0 and "nvcc not found" not in out and "emulation runtime" not in out, out[-2000:]
+
+    # a second handout of the same student: the runtime is linked from the cache, not compiled
+    second = Student(tarball, student_base, s.path, folder="second")
+    rc, out = second.make_test()
+    assert rc == 0, out[-4000:]
+    assert cache_dir_in(out, "reused from") == stored
+    assert not runtime_objects(second.root / "build"), "the cached runtime was compiled again"
+    assert summary(out) == {(sl, d): "NOT IMPLEMENTED" for sl in SLOTS for d in ("int32", "float32")}, out[-2000:]
+    # ... until one of its sources changes: another key, built and stored anew, the old entry untouched
+    with open(second.root / "harness/src/names.cpp", "a") as f:
+        f.write("// changed\n")
+    rc, out = second.make_test()
+    assert rc == 0, out[-4000:]
+    again = cache_dir_in(out, "stored in")
+    assert again != stored and Path(stored, "key.txt").is_file(), (again, stored)
+    assert "names.cpp.o" in runtime_objects(second.root / "build")
 
     # a file name the grader refuses: the grader's message and suggestion, nothing built, exit 2
     from scangrade.submission import load_submission
@@ -416,6 +504,19 @@ def test_handout_as_a_student_without_nvcc(tarball, student_user, student_base):
     assert "FAILED" not in tail and "points: " in tail
     assert "--gtest_filter='HillisSteele/Kernel.Case/int32_n" in tail and "compile_error'" not in tail
     assert "--gtest_filter='SinglePass/Kernel.Case/int32_n1025_random'" in tail
+
+    # make grade: the grader's emulated grade of this very folder, without bubblewrap (said once),
+    # feedback.html beside results.json, the same statuses and points as the instructor's grade
+    rc, out = s.make_grade()
+    assert rc == 0, out[-4000:]
+    assert out.count("sandbox: NONE (no bubblewrap") == 1 and "Jinja2" not in out, out[-3000:]
+    results = list((s.root / "grading-results").glob("*/results.json"))
+    assert len(results) == 1 and (results[0].parent / "feedback.html").is_file(), results
+    mine = json.loads(results[0].read_text())
+    assert mine["backend"] == "emulate" and mine["outcome"] == "graded", mine["outcome"]
+    statuses = {st for v in mine["slots"].values() for st in v["statuses"]}
+    assert {"compile_error", "race", "timeout", "not_implemented"} <= statuses, statuses
+    assert grade_digest(mine) == grade_digest(instructor_grade(s.student, student_base / "instructor"))
 
     # the reference solutions as the student's code: every case passes, the cases above the
     # emulation cap are skipped with the reason, and the score's maximum is the GPU's
