@@ -26,7 +26,8 @@ import jinja2
 
 from .exporters import FILE_NAMES, printable
 from .feedback import FILE_NAME as FEEDBACK_PAGE
-from .gradebook import Student, gradebook_rows, write_atomic
+from .files import write_atomic
+from .gradebook import Student, gradebook_rows
 from .lms import Entry
 from .vocab import SLOTS
 

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import policy
+from .files import read_head
 from .submission import COMPILER_SAFE, Submission, load_submission
 from .vocab import SLOT_FILES, SLOTS
 
@@ -463,14 +464,9 @@ _LINE_DIRECTIVE = re.compile(r'^#line 1 "((?:[^"\\\n]|\\.)*)"', re.MULTILINE)
 def _copy_display(copy: Path) -> str | None:
     """The name (student/x.cuh) that the rewriter's copy of a header gives its original in its first
     #line directive, or None (read without following a link, its first 4 KiB only)."""
-    try:
-        fd = os.open(copy, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    head = read_head(copy, 4096)
+    if head is None:
         return None
-    try:
-        head = os.read(fd, 4096).decode("utf-8", errors="replace")
-    finally:
-        os.close(fd)
     m = _LINE_DIRECTIVE.search(head)
     if m is None:
         return None

@@ -36,6 +36,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import NamedTuple
 
+from .files import write_atomic
 from .vocab import SLOTS
 
 FORMATS = ("gradescope", "prairielearn", "autolab", "junit")
@@ -524,11 +525,11 @@ def export(results: dict, fmt: str, student_facing: bool = True) -> str:
 
 
 def write_exports(results: dict, out_dir: Path, formats: list[str]) -> dict[str, Path]:
-    """Write each format's file into out_dir; return format -> path."""
+    """Write each format's file into out_dir (atomically); return format -> path."""
     written = {}
     for fmt in formats:
         path = Path(out_dir) / FILE_NAMES[fmt]
-        path.write_text(export(results, fmt), encoding="utf-8")
+        write_atomic(path, export(results, fmt))
         written[fmt] = path
     return written
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .exporters import fmt_points, printable
+from .files import write_atomic
 from .lms import Entry
 from .vocab import SLOTS, ordered_flags
 
@@ -29,22 +28,6 @@ PHASES = ("hash", "unpack", "compile", "queue", "judge", "correctness", "prepare
           "export")
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and a rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)     # mkstemp makes 0600: give it the mode open() would
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 
