@@ -25,12 +25,13 @@ from .batch_class import Setup, Stop, pick_gpus, write_class
 from .batch_seats import (EMULATION_MAX_N, Progress, Seats, case_data_bytes, claim_sandbox_uids, expected_judge_s,
                           make_case_cache, previous_judge_s, suite_weights)
 from .build import Recipe
-from .exporters import FILE_NAMES, ResultsError, load_results, write_exports
+from .exporters import FILE_NAMES, write_exports
 from .feedback import FILE_NAME as FEEDBACK_PAGE, write_page
 from .files import sha256_file, write_atomic
 from .grade import JUDGE_GRACE_S, GradeJob, JudgeSeat, grade_one, judge_phases
 from .gradebook import Student, flags_of
 from .lms import Entry
+from .results import ResultsError, load_results
 from .vocab import EXIT_INTERNAL
 
 STAMP_VERSION = 1

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .exporters import fmt_points
 from .gradebook import Student
+from .results import fmt_points
 
 # Judges running side by side get a sandbox uid each (when run as root): RLIMIT_NPROC counts the
 # processes of a uid, so one submission's fork bomb must not use up another's allowance, and a

@@ -25,7 +25,7 @@ from .batch_class import EXIT_OK, EXIT_SLURM, Setup, Stop, load_inputs, pick_gpu
 from .batch_local import Batch, current_stamp
 from .batch_seats import expected_judge_s, previous_judge_s
 from .build import Recipe
-from .exporters import ResultsError, load_results
+from .results import ResultsError, load_results
 from .files import write_atomic
 from .gradebook import Student
 from .lms import Entry

@@ -37,10 +37,11 @@ from pathlib import Path
 
 from . import log as logsetup
 from .build import COMPILE_TIMEOUT_S, BuildResult, Recipe, ToolchainError, build, read_toolchain, write_layout_error
-from .exporters import FILE_NAMES, ResultsError, load_results, parse_formats, write_exports
+from .exporters import FILE_NAMES, parse_formats, write_exports
 from .feedback import FILE_NAME as FEEDBACK_PAGE, write_page
 from .files import nvidia_smi_gpus
 from .report import render, use_color
+from .results import ResultsError, load_results
 from .submission import load_submission
 from .vocab import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_PASSED
 

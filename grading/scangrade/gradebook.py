@@ -6,7 +6,7 @@ separated, in vocab.FLAG_ORDER), one column per slot (its correctness points), <
 with performance points, perf_points, points, total, max_total, percent, meets_threshold,
 cases_passed, cases, backend, run (graded | reused), seconds, results.
 
-Every text cell is written through gradebook_cell(): controls shown as text (exporters.printable), at
+Every text cell is written through gradebook_cell(): controls shown as text (results.printable), at
 most MAX_CELL characters, and a cell that starts with = + - @ (tab, CR) and is not a plain number is
 written after a ' so that a spreadsheet shows it as text instead of running it as a formula.
 """
@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .exporters import fmt_points, printable
 from .files import write_atomic
 from .lms import Entry
+from .results import fmt_points, printable
 from .vocab import SLOTS, ordered_flags
 
 PHASES = ("hash", "unpack", "compile", "queue", "judge", "correctness", "prepare", "timing", "lock_wait", "sanitizer",
@@ -94,7 +94,7 @@ def _safe_cell(text: str) -> str:
 
 
 def gradebook_cell(value: object) -> object:
-    """A cell as written: text made printable (exporters.printable), cut to MAX_CELL characters, and
+    """A cell as written: text made printable (results.printable), cut to MAX_CELL characters, and
     kept from running as a formula; numbers as they are."""
     if not isinstance(value, str):
         return value
