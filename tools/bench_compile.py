@@ -194,7 +194,7 @@ def print_files(title: str, rows: list[FileResult], ptx: list[str]) -> None:
 # --- --whole: build.py end to end, split by step -----------------------------------------------------
 
 def whole_build(build_dir: Path, submission: Path, jobs: int, sandbox: str) -> dict:
-    sys.path.insert(0, str(REPO / "grading"))
+    import grader_package  # noqa: F401  (the grader's own package)
     from scangrade import build as b   # noqa: E402  (the grader's own package)
     from scangrade.submission import load_submission   # noqa: E402
 

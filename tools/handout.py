@@ -71,6 +71,7 @@ ALLOW: list[tuple[str, str]] = [
     ("CMakeLists.txt", "the build (student targets only without reference/)"),
     ("tools/student_test.py", "make test's driver: the grader's layout rules, one build per slot, the tests"),
     ("tools/submit.py", "make submit: the archive to hand in, read back with the grader's reader"),
+    ("tools/grader_package.py", "lets student_test.py and submit.py import the grader's rules (tools/scangrade)"),
 ]
 # handout path -> repository file shipped under another name (the same bytes: one source)
 SHIPPED_AS: dict[str, tuple[str, str]] = {

@@ -20,10 +20,7 @@ import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-for rules in (ROOT / "grading", ROOT / "tools"):
-    if (rules / "scangrade" / "submission.py").is_file():
-        sys.path.insert(0, str(rules))
-        break
+import grader_package  # noqa: E402,F401  (the grader's file-name rules: grading/ or tools/scangrade)
 from scangrade.submission import load_submission  # noqa: E402
 from scangrade.vocab import SLOT_FILES  # noqa: E402
 
