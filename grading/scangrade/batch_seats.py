@@ -36,18 +36,21 @@ SANDBOX_UID_BASE = 61000
 JUDGES_PER_GPU = 8
 UID_BLOCK, UID_BLOCKS = 256, 16          # 61000..65095, below nobody (65534)
 UID_LOCK_DIRS = (Path("/run/lock"), Path("/var/lock"), Path(tempfile.gettempdir()))
-# the case cache (the judge's --case-cache, grading/judge/case_cache.h)
+# The case cache (the judge's --case-cache). These mirror the C++ side; test_cross_language.py reads
+# the C++ values and compares.
 SHM = Path("/dev/shm")
-CASE_CACHE_PREFIX = "scangrade-cases-"
-SHM_KEEP_FREE = 8 << 30        # what the judges want free in /dev/shm for their channels (results.cpp channel_base)
-EMULATION_MAX_N = (1 << 22) + 1   # the judge's cap on the emulate backend (harness/.../emulated_run.h)
+CASE_CACHE_PREFIX = "scangrade-cases-"   # not "scangrade-<digits>-": a judge's channel sweep leaves it alone
+SHM_KEEP_FREE = 8 << 30        # what the judges want free in /dev/shm for their channels (judge/channel.cpp channel_base)
+CASE_HEADER_BYTES = 64         # a cache file's header (judge/case_cache.cpp Header)
+CASE_ELEMENT_BYTES = 4 + 8     # per element: the input (int32 or float) and the expected double
+EMULATION_MAX_N = (1 << 22) + 1   # the judge's cap on the emulate backend (kEmulationMaxN, scangrade/emulated_run.h)
 
 
 # --- the case cache ------------------------------------------------------------------------------------
 
 def case_data_bytes(suites: list[Path], max_n: int | None) -> int:
-    """The most the case cache holds for these suites: per case a 64-byte header, the input (4 bytes
-    an element) and the expected values (8)."""
+    """The most the case cache holds for these suites: per case a header, the input (4 bytes an
+    element) and the expected values (8)."""
     total = 0
     for path in suites:
         try:
@@ -57,12 +60,14 @@ def case_data_bytes(suites: list[Path], max_n: int | None) -> int:
         for c in cases if isinstance(cases, list) else []:
             n = c.get("n") if isinstance(c, dict) else None
             if isinstance(n, int) and (max_n is None or n <= max_n):
-                total += 64 + 12 * n
+                total += CASE_HEADER_BYTES + CASE_ELEMENT_BYTES * n
     return total
 
 
 def sweep_stale_case_caches(shm: Path = SHM) -> None:
-    """Removes this user's case caches left in /dev/shm by batches that are gone (killed)."""
+    """Removes this user's case caches left in /dev/shm by batches that are gone (killed), as the
+    judges sweep their channel folders (judge/channel.cpp sweep_stale_channels): a folder named after
+    a pid that no longer runs."""
     for folder in shm.glob(f"{CASE_CACHE_PREFIX}*-*"):
         pid = folder.name[len(CASE_CACHE_PREFIX):].split("-")[0]
         try:
