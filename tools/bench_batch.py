@@ -91,7 +91,7 @@ def make_submissions(folder: Path, n: int, entries: list[tuple[str, dict]]) -> d
     return made
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-n", type=int, default=100, help="submissions (default: 100)")
@@ -109,14 +109,11 @@ def main() -> int:
     args = parser.parse_args()
     if args.n < 1:
         parser.error("-n must be at least 1")
+    return args
 
-    work = (args.work or args.build_dir / "bench-batch").resolve()
-    shutil.rmtree(work, ignore_errors=True)
-    entries = gallery_entries(args.with_hangs)
-    t = time.monotonic()
-    made = make_submissions(work / "submissions", args.n, entries)
-    make_s = time.monotonic() - t
 
+def run_batch(args: argparse.Namespace, work: Path, made: dict[str, str]) -> tuple[subprocess.CompletedProcess, float]:
+    """batch.py over the copies, with the benchmark's settings; its exit and wall time."""
     cmd = [sys.executable, str(REPO / "grading" / "batch.py"), str(work / "submissions"), "--out", str(work / "out"),
            "--build-dir", str(args.build_dir), "--backend", args.backend, "--no-resume", "--gpus", args.gpus]
     for flag, value in (("--max-n", args.max_n), ("--jobs", args.jobs), ("--judges-per-gpu", args.judges_per_gpu),
@@ -127,12 +124,11 @@ def main() -> int:
     start = time.monotonic()
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, timeout=6 * 3600)
     wall = time.monotonic() - start
-    record_path = work / "out" / "batch.json"
-    if not record_path.is_file():
-        print(f"bench: batch.py exited {proc.returncode} without batch.json", file=sys.stderr)
-        return proc.returncode or 3
-    record = json.loads(record_path.read_text())
+    return proc, wall
 
+
+def check_verdicts(args: argparse.Namespace, work: Path, made: dict[str, str], record: dict) -> list[tuple]:
+    """Each copy's slot verdicts against its gallery entry's (gallery.py --results-from): the mismatches."""
     # verdicts per copy: gallery.py checks them (the slot-verdict rule lives in scangrade/vocab.py)
     copies = work / "copies.json"
     copies.write_text(json.dumps(made, indent=1) + "\n")
@@ -148,18 +144,10 @@ def main() -> int:
         bad = {s: (want, v["got"].get(s)) for s, want in v["expected"].items() if v["got"].get(s) != want}
         if bad or v["error"]:
             mismatches.append((sid, entry, bad or {"error": (v["error"], None)}))
+    return mismatches
 
-    n = len(record["students"])
-    totals = record["phase_totals"]
-    summary = {"n": n, "entries": [e for e, _ in entries], "backend": record["backend"], "gpus": record["gpus"],
-               "jobs": record["jobs"], "judges_per_gpu": record["judges_per_gpu"], "cpus": os.cpu_count(),
-               "max_n": record["max_n"], "make_submissions_s": round(make_s, 2), "wall_s": round(wall, 2),
-               "batch_wall_s": record["wall_s"], "phase_totals": totals,
-               "graded": sum(s["outcome"] == "graded" for s in record["students"]),
-               "verdict_mismatches": [{"id": i, "entry": e, "bad": b} for i, e, b in mismatches],
-               "batch_exit": proc.returncode}
-    (work / "bench.json").write_text(json.dumps(summary, indent=1) + "\n")
 
+def print_mismatches(work: Path, mismatches: list[tuple]) -> None:
     for sid, entry, bad in mismatches:
         print(f"bench: MISMATCH {sid} ({entry}): " + ", ".join(f"{s} expected {w}, got {g}" for s, (w, g) in bad.items()))
         results = work / "out" / "students" / sid / "results.json"
@@ -168,6 +156,9 @@ def main() -> int:
                 if c["slot"] in bad and c["status"] != "pass":
                     print(f"  {c['id']}: {c['status']} ({c['duration_s']:.2f} s): {c['message'][:300]}")
 
+
+def time_spent(work: Path, record: dict) -> tuple[dict[str, float], dict]:
+    """Where the judges' time went: seconds per case (summed over the submissions) and the process starts."""
     # where the judges' time went, per case (summed over the submissions)
     per_case: dict[str, float] = {}
     starts = {"worker_starts": 0, "worker_start_s": 0.0, "checker_start_s": 0.0}
@@ -192,6 +183,37 @@ def main() -> int:
         mean = lambda i: sum(r[i] for r in ready if r[i] is not None) / max(1, sum(r[i] is not None for r in ready))  # noqa: E731
         starts["split"] = {"starts": k, "mean_s": mean(0), "loaded_s": mean(1), "cuda_context_s": mean(2),
                            "policy_monitor_s": mean(3), "hello_sent_s": mean(4), "max_s": max(r[0] for r in ready)}
+    return per_case, starts
+
+
+def main() -> int:
+    args = parse_args()
+    work = (args.work or args.build_dir / "bench-batch").resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    entries = gallery_entries(args.with_hangs)
+    t = time.monotonic()
+    made = make_submissions(work / "submissions", args.n, entries)
+    make_s = time.monotonic() - t
+    proc, wall = run_batch(args, work, made)
+    record_path = work / "out" / "batch.json"
+    if not record_path.is_file():
+        print(f"bench: batch.py exited {proc.returncode} without batch.json", file=sys.stderr)
+        return proc.returncode or 3
+    record = json.loads(record_path.read_text())
+
+    mismatches = check_verdicts(args, work, made, record)
+    n = len(record["students"])
+    totals = record["phase_totals"]
+    summary = {"n": n, "entries": [e for e, _ in entries], "backend": record["backend"], "gpus": record["gpus"],
+               "jobs": record["jobs"], "judges_per_gpu": record["judges_per_gpu"], "cpus": os.cpu_count(),
+               "max_n": record["max_n"], "make_submissions_s": round(make_s, 2), "wall_s": round(wall, 2),
+               "batch_wall_s": record["wall_s"], "phase_totals": totals,
+               "graded": sum(s["outcome"] == "graded" for s in record["students"]),
+               "verdict_mismatches": [{"id": i, "entry": e, "bad": b} for i, e, b in mismatches],
+               "batch_exit": proc.returncode}
+    (work / "bench.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print_mismatches(work, mismatches)
+    per_case, starts = time_spent(work, record)
     summary["process_starts"] = starts
     slowest = sorted(per_case.items(), key=lambda kv: -kv[1])[:8]
     summary["slowest_cases_s"] = dict(slowest)

@@ -194,7 +194,7 @@ def print_files(title: str, rows: list[FileResult], ptx: list[str]) -> None:
 # --- --whole: build.py end to end, split by step -----------------------------------------------------
 
 def whole_build(build_dir: Path, submission: Path, jobs: int, sandbox: str) -> dict:
-    sys.path.insert(0, str(REPO / "grading"))
+    import grader_package  # noqa: F401  (the grader's own package)
     from scangrade import build as b   # noqa: E402  (the grader's own package)
     from scangrade.submission import load_submission   # noqa: E402
 
@@ -241,7 +241,7 @@ def whole_build(build_dir: Path, submission: Path, jobs: int, sandbox: str) -> d
             "steps": {k: {"runs": v[0], "wall_s": round(v[1], 3), "cpu_s": round(v[2], 3)} for k, v in steps.items()}}
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", nargs="*", type=Path,
                         help="student folders or .cu files (default: student/ and the gallery's correct_brent_kung)")
@@ -260,15 +260,12 @@ def main() -> int:
     parser.add_argument("--sandbox", default="auto", choices=["auto", "require", "off"], help="for --whole")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
     args = parser.parse_args()
+    return args
 
-    toolchain: dict = {}
-    path = args.build_dir / "grading" / "toolchain.json"
-    if path.is_file():
-        toolchain = json.loads(path.read_text())
-    nvcc = args.nvcc or toolchain.get("nvcc") or shutil.which("nvcc")
-    if not nvcc or not Path(nvcc).exists():
-        print("bench_compile: no nvcc (install the CUDA toolkit or pass --nvcc)", file=sys.stderr)
-        return 3
+
+def flag_variants(args: argparse.Namespace, toolchain: dict, path: Path) -> list[tuple[str, list[str]]] | None:
+    """The flag sets to compare (label, flags), each with the harness's include folder; None after
+    saying why there is none."""
     variants: list[tuple[str, list[str]]] = []
     for v in args.variant:
         label, _, flags = v.partition("=")
@@ -280,12 +277,15 @@ def main() -> int:
             variants.append(("toolchain.json", list(toolchain["cuda_flags"])))
         else:
             print(f"bench_compile: {path} has no cuda_flags: build the grader or pass --flags", file=sys.stderr)
-            return 3
+            return None
     harness_include = f"-I{REPO / 'harness' / 'include'}"
     variants = [(label, flags if any(f.startswith("-I") for f in flags) else [*flags, harness_include])
                 for label, flags in variants]
+    return variants
 
-    targets = args.files or DEFAULT_SUBMISSIONS
+
+def submission_groups(targets: list[Path]) -> dict[str, list[Path]]:
+    """The .cu files to compile, by submission (a student/ folder is named after its parent)."""
     groups: dict[str, list[Path]] = {}
     for t in targets:
         files = sorted(t.glob("*.cu")) if t.is_dir() else [t]
@@ -294,11 +294,13 @@ def main() -> int:
         if folder == (REPO / "student").resolve():
             name = "starter"
         groups.setdefault(name, []).extend(files)
+    return groups
 
-    report: dict = {"nvcc": nvcc, "cpus": os.cpu_count(), "jobs": args.jobs, "repeat": args.repeat, "variants": []}
-    ver = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
-    report["nvcc_version"] = ver[-1] if ver else ""
-    print(f"bench_compile: {report['nvcc_version']}, {os.cpu_count()} CPUs, least of {args.repeat} runs per file")
+
+def measure_files(args: argparse.Namespace, nvcc: str, variants: list, groups: dict[str, list[Path]],
+                  report: dict) -> list:
+    """Each file alone and each submission's files in parallel, per flag set; returns the flag sets
+    left (none with --whole-only)."""
     with tempfile.TemporaryDirectory(prefix="bench_compile_") as tmp:
         work = Path(tmp)
         floor_dir = work / "floor"
@@ -335,32 +337,61 @@ def main() -> int:
                 f"one at a time, {s['wall_s_parallel']:.2f} s in parallel (--jobs {args.jobs})" for s in per_sub))
             report["variants"].append({"label": label, "flags": flags, "files": [asdict(r) for r in rows],
                                        "submissions": per_sub, "embedded_ptx": embedded_ptx(flags)})
-    if args.whole:
-        if not toolchain:
-            print(f"bench_compile: --whole needs {path}", file=sys.stderr)
-            return 3
-        report["whole"] = []
-        print(f"\nbuild.py end to end ({path}): CPU with --sandbox off (a sandboxed tool's CPU time does not "
-              f"reach this process), wall with --sandbox {args.sandbox}")
-        for name, files in groups.items():
-            with tempfile.TemporaryDirectory(prefix="bench_compile_sub_") as tmp:
-                root = Path(tmp)
-                (root / "student").mkdir()
-                for f in sorted(files[0].parent.iterdir()):
-                    if f.is_file() and f.suffix in (".cu", ".cuh"):
-                        shutil.copy(f, root / "student" / f.name)
-                runs = {"cpu": whole_build(args.build_dir, root, 1, "off"),
-                        "wall_serial": whole_build(args.build_dir, root, 1, args.sandbox),
-                        "wall_parallel": whole_build(args.build_dir, root, args.jobs, args.sandbox)}
-            report["whole"].append({"submission": name, **runs})
-            cpu, serial, par = runs["cpu"], runs["wall_serial"], runs["wall_parallel"]
-            print(f"  {name}: {par['status']}; CPU {cpu['cpu_s']:.2f} s; wall {serial['wall_s']:.2f} s one tool at a "
-                  f"time, {par['wall_s']:.2f} s with --jobs {args.jobs}")
-            for step in serial["steps"]:
-                c = cpu["steps"].get(step, {"cpu_s": 0.0, "wall_s": 0.0})
-                w = serial["steps"][step]
-                print(f"    {step:<16} {w['runs']:2d} runs  CPU {c['cpu_s']:6.2f} s  wall {c['wall_s']:6.2f} s unconfined, "
-                      f"{w['wall_s']:6.2f} s sandboxed")
+    return variants
+
+
+def measure_whole(args: argparse.Namespace, toolchain: dict, path: Path, groups: dict[str, list[Path]],
+                  report: dict) -> int:
+    """build.py's whole build per submission, step by step (--whole): 0, or 3 without a toolchain."""
+    if not toolchain:
+        print(f"bench_compile: --whole needs {path}", file=sys.stderr)
+        return 3
+    report["whole"] = []
+    print(f"\nbuild.py end to end ({path}): CPU with --sandbox off (a sandboxed tool's CPU time does not "
+          f"reach this process), wall with --sandbox {args.sandbox}")
+    for name, files in groups.items():
+        with tempfile.TemporaryDirectory(prefix="bench_compile_sub_") as tmp:
+            root = Path(tmp)
+            (root / "student").mkdir()
+            for f in sorted(files[0].parent.iterdir()):
+                if f.is_file() and f.suffix in (".cu", ".cuh"):
+                    shutil.copy(f, root / "student" / f.name)
+            runs = {"cpu": whole_build(args.build_dir, root, 1, "off"),
+                    "wall_serial": whole_build(args.build_dir, root, 1, args.sandbox),
+                    "wall_parallel": whole_build(args.build_dir, root, args.jobs, args.sandbox)}
+        report["whole"].append({"submission": name, **runs})
+        cpu, serial, par = runs["cpu"], runs["wall_serial"], runs["wall_parallel"]
+        print(f"  {name}: {par['status']}; CPU {cpu['cpu_s']:.2f} s; wall {serial['wall_s']:.2f} s one tool at a "
+              f"time, {par['wall_s']:.2f} s with --jobs {args.jobs}")
+        for step in serial["steps"]:
+            c = cpu["steps"].get(step, {"cpu_s": 0.0, "wall_s": 0.0})
+            w = serial["steps"][step]
+            print(f"    {step:<16} {w['runs']:2d} runs  CPU {c['cpu_s']:6.2f} s  wall {c['wall_s']:6.2f} s unconfined, "
+                  f"{w['wall_s']:6.2f} s sandboxed")
+    return 0
+
+
+def main() -> int:
+    args = parse_args()
+    toolchain: dict = {}
+    path = args.build_dir / "grading" / "toolchain.json"
+    if path.is_file():
+        toolchain = json.loads(path.read_text())
+    nvcc = args.nvcc or toolchain.get("nvcc") or shutil.which("nvcc")
+    if not nvcc or not Path(nvcc).exists():
+        print("bench_compile: no nvcc (install the CUDA toolkit or pass --nvcc)", file=sys.stderr)
+        return 3
+    variants = flag_variants(args, toolchain, path)
+    if variants is None:
+        return 3
+    groups = submission_groups(args.files or DEFAULT_SUBMISSIONS)
+    report: dict = {"nvcc": nvcc, "cpus": os.cpu_count(), "jobs": args.jobs, "repeat": args.repeat, "variants": []}
+    ver = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    report["nvcc_version"] = ver[-1] if ver else ""
+    print(f"bench_compile: {report['nvcc_version']}, {os.cpu_count()} CPUs, least of {args.repeat} runs per file")
+    measure_files(args, nvcc, variants, groups, report)
+    if args.whole and measure_whole(args, toolchain, path, groups, report):
+        return 3
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "grading"))
+import grader_package  # noqa: E402,F401  (the grader's own package)
 from scangrade.vocab import SLOTS, slot_verdict  # noqa: E402
 
 FIDELITY = REPO / "grading" / "fidelity"

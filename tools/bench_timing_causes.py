@@ -52,7 +52,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 GRADING = REPO / "grading"
-sys.path.insert(0, str(GRADING))
+import grader_package  # noqa: E402,F401  (the grader's package, grading/scangrade; sys.path left alone)
 
 SLOTS = ("hierarchical", "single_pass")
 DEFAULT_SUBMISSION = GRADING / "gallery" / "correct_recursive_malloc_async"

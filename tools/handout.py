@@ -92,11 +92,13 @@ ALLOW: list[tuple[str, str]] = [
     ("grading/scangrade/platforms/*.py", "make grade: the exporters' platform formats"),
     ("grading/scangrade/templates/feedback.html.j2", "make grade: feedback.html"),
     ("requirements.txt", "make grade: Jinja2 for feedback.html (grade.py names this file when it is missing)"),
+    ("tools/grader_package.py", "lets student_test.py and submit.py import the grader's package (grading/scangrade)"),
 ]
 # grading/scangrade modules make grade never imports (a class, a cluster, repositories, the gallery)
 NOT_SHIPPED = ("grading/scangrade/batch.py", "grading/scangrade/batch_report.py", "grading/scangrade/gallery.py",
                "grading/scangrade/gradebook.py", "grading/scangrade/lms.py", "grading/scangrade/repos.py",
-               "grading/scangrade/slurm.py")
+               "grading/scangrade/slurm.py", "grading/scangrade/batch_class.py", "grading/scangrade/batch_local.py",
+               "grading/scangrade/batch_seats.py", "grading/scangrade/batch_slurm.py")
 # handout path -> repository file shipped under another name (the same bytes: one source)
 SHIPPED_AS: dict[str, tuple[str, str]] = {
     **{f"harness/starter/{slot}.cu": (f"student/{slot}.cu", "starter file: stands in for a slot that does not compile")

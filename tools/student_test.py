@@ -31,7 +31,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "grading"))  # the grader's own package, in the project and in the handout
+# the grader's submission rules (grading/scangrade, in the project and in the handout)
+import grader_package  # noqa: E402,F401
 from scangrade.submission import load_submission  # noqa: E402
 from scangrade.vocab import SLOTS  # noqa: E402
 
@@ -200,12 +201,6 @@ def main(argv: list[str] | None = None) -> int:
             print(shown((second.stdout + second.stderr)[-6000:]), end="")
             print("\nmake test: the build failed with the stand-ins linked: please report it")
             return EXIT_BROKEN
-
-    # what the build did with the per-machine emulation runtime (harness/cmake/runtime_cache.cmake), once
-    note = build / "runtime-cache.note"
-    if note.is_file():
-        print(note.read_text().strip())
-        note.unlink()
 
     # 3. run
     env = dict(os.environ)

@@ -20,7 +20,7 @@ import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "grading"))  # the grader's own package, in the project and in the handout
+import grader_package  # noqa: E402,F401  (the grader's file-name rules: grading/scangrade)
 from scangrade.submission import load_submission  # noqa: E402
 from scangrade.vocab import SLOT_FILES  # noqa: E402
 

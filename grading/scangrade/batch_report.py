@@ -24,10 +24,12 @@ from urllib.parse import quote
 
 import jinja2
 
-from .exporters import FILE_NAMES, printable
+from .exporters import FILE_NAMES
 from .feedback import FILE_NAME as FEEDBACK_PAGE
-from .gradebook import Student, gradebook_rows, write_atomic
+from .files import write_atomic
+from .gradebook import Student, gradebook_rows
 from .lms import Entry
+from .results import printable
 from .vocab import SLOTS
 
 COLORS = {"hillis_steele": "#4e79a7", "blelloch": "#f28e2b", "hierarchical": "#59a14f", "single_pass": "#b07aa1"}

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import policy
+from .files import read_head
 from .submission import COMPILER_SAFE, Submission, load_submission
 from .vocab import SLOT_FILES, SLOTS
 
@@ -463,14 +464,9 @@ _LINE_DIRECTIVE = re.compile(r'^#line 1 "((?:[^"\\\n]|\\.)*)"', re.MULTILINE)
 def _copy_display(copy: Path) -> str | None:
     """The name (student/x.cuh) that the rewriter's copy of a header gives its original in its first
     #line directive, or None (read without following a link, its first 4 KiB only)."""
-    try:
-        fd = os.open(copy, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    head = read_head(copy, 4096)
+    if head is None:
         return None
-    try:
-        head = os.read(fd, 4096).decode("utf-8", errors="replace")
-    finally:
-        os.close(fd)
     m = _LINE_DIRECTIVE.search(head)
     if m is None:
         return None
@@ -513,8 +509,11 @@ def scan_object(recipe: Recipe, obj: Path, cwd: Path, timeout: float) -> list[po
     for demangle in ([], ["-C"]):
         cmd = [recipe.nm, *demangle, "-p", str(obj)]
         r = run_tool(cmd, cwd, timeout, recipe.confine, [obj.parent], [])
-        if r.returncode not in (0, None):  # once more (not after a timeout): a loaded machine has failed
-            r = run_tool(cmd, cwd, timeout, recipe.confine, [obj.parent], [])  # it once, silently (2026-11-23)
+        if r.returncode not in (0, None):
+            # nm fails on a valid object only for want of resources (a heavily loaded machine), and then
+            # silently: once more before the object is called unreadable (not after a timeout: that
+            # would only spend the submission's time again)
+            r = run_tool(cmd, cwd, timeout, recipe.confine, [obj.parent], [])
         if not r.ok:
             status = f"timed out after {timeout:g} s" if r.returncode is None else f"exit status {r.returncode}, twice"
             raise ToolchainError(f"nm could not read {obj.name} ({status}): {r.output.strip()[:300]}")
@@ -585,6 +584,53 @@ def _build(sub: Submission, recipe: Recipe, out: Path, work: Path, jobs: int | N
     root, include_dir = sub.root, sub.student_dir
 
     # round 1: the student's files, and stubs for the missing slots
+    units = _first_units(sub, work, max_helpers)
+    budget = Budget(budget_s)
+    budget.start()
+    _compile_all(recipe, [u for u in units if u.run is None], include_dir, root, jobs, timeout, budget)
+
+    stub_failures = [u for u in units if u.stub and not u.ok]
+    verdicts = _Verdicts.of(units)
+    failed, violations = verdicts.failed, verdicts.violations
+    policy_stubbed = [s for s in SLOTS if s in violations]
+
+    # round 2: stubs for the slots that failed or broke a rule
+    stubs = {u.slot: u for u in units if u.stub}
+    extra = [_stub_unit(s, f"student/{SLOT_FILES[s]} did not compile", work) for s in failed]
+    extra += [_stub_unit(s, f"student/{SLOT_FILES[s]} breaks a rule of the assignment", work) for s in policy_stubbed]
+    _compile_all(recipe, extra, include_dir, root, jobs, timeout)
+    stubs.update({u.slot: u for u in extra})
+    stub_failures += [u for u in extra if not u.ok]
+    if stub_failures:
+        # a generated stub always compiles: one that did not failed for want of resources (a heavily
+        # loaded machine, no compiler output), so it is tried once more before the build is called
+        # broken (not after a timeout: that would only spend the submission's time again)
+        retry = [u for u in stub_failures if u.run is not None and u.run.returncode is not None]
+        _compile_all(recipe, retry, include_dir, root, jobs, timeout)
+        stub_failures = [u for u in stub_failures if not u.ok]
+
+    sections, warnings = _log_sections(units, root, verdicts.helpers_failed, recipe)
+    result = BuildResult(status="compile_error" if failed else "ok", warnings=warnings,
+                         missing_slots=list(sub.missing_slots), failed_slots=failed,
+                         policy_violations={s: violations[s] for s in policy_stubbed})
+    result.harness_errors += [u.harness_error for u in units if u.harness_error]
+
+    if stub_failures:
+        # the harness's own stub did not compile: the toolchain is broken, not the submission
+        sections.append("".join(f"== {u.display} (generated) did not compile: harness problem ==\n"
+                                f"{u.run.output if u.run else ''}" for u in stub_failures))
+        result.harness_errors.append("a generated stub did not compile: the toolchain is broken (internal error)")
+    else:
+        _link_worker(recipe, units, stubs, verdicts, result, sections, out, work, root, include_dir, jobs, timeout,
+                     link_timeout)
+    result.log = trim_log(sections)
+    result.seconds = time.monotonic() - start
+    result.write(out / "build.json")
+    return result
+
+
+def _first_units(sub: Submission, work: Path, max_helpers: int) -> list[Unit]:
+    """Round 1's files: the student's slot and helper files, and stubs for the missing slots."""
     units = [Unit(f"student/{p.name}", Path("student") / p.name, work / "obj" / "student" / f"{p.stem}.o", slot)
              for slot, p in sub.slot_files.items()]
     units += [Unit(f"student/{p.name}", Path("student") / p.name, work / "obj" / "student" / f"{p.stem}.o", None)
@@ -597,42 +643,38 @@ def _build(sub: Submission, recipe: Recipe, out: Path, work: Path, jobs: int | N
             if u.slot is None:
                 u.run = Run(1, f"{u.display}: not compiled: student/ has {len(sub.helper_files)} helper .cu files "
                                f"besides the slot files; at most {max_helpers} are compiled: merge some of them\n", 0.0)
-    budget = Budget(budget_s)
-    budget.start()
-    _compile_all(recipe, [u for u in units if u.run is None], include_dir, root, jobs, timeout, budget)
+    return units
 
-    stub_failures = [u for u in units if u.stub and not u.ok]
-    # policy: a slot's own violation, else a helper's (a helper is linked with every slot)
-    violations: dict[str, str] = {}
-    helper_violation = next((f"{u.display} (a helper file linked with every slot): {u.violations[0].evidence}"
-                             for u in units if u.slot is None and u.violations), None)
-    for u in units:
-        if u.slot is not None and not u.stub:
-            if u.violations:
-                violations[u.slot] = "; ".join(v.evidence for v in u.violations)
-            elif helper_violation:
-                violations[u.slot] = helper_violation
-    helpers_failed = any(u.slot is None and not u.ok for u in units)
-    failed = [u.slot for u in units if not u.stub and u.slot is not None and (not u.ok or helpers_failed)]
-    failed = [s for s in SLOTS if s in failed and s not in violations]
-    policy_stubbed = [s for s in SLOTS if s in violations]
 
-    # round 2: stubs for the slots that failed or broke a rule
-    stubs = {u.slot: u for u in units if u.stub}
-    extra = [_stub_unit(s, f"student/{SLOT_FILES[s]} did not compile", work) for s in failed]
-    extra += [_stub_unit(s, f"student/{SLOT_FILES[s]} breaks a rule of the assignment", work) for s in policy_stubbed]
-    _compile_all(recipe, extra, include_dir, root, jobs, timeout)
-    stubs.update({u.slot: u for u in extra})
-    stub_failures += [u for u in extra if not u.ok]
-    if stub_failures:
-        # a generated stub always compiles; one that did not (with no output, on a loaded machine:
-        # make check, 2026-11-23) is tried once more before the build is called broken
-        # (not after a timeout: that would only spend the submission's time again)
-        retry = [u for u in stub_failures if u.run is not None and u.run.returncode is not None]
-        _compile_all(recipe, retry, include_dir, root, jobs, timeout)
-        stub_failures = [u for u in stub_failures if not u.ok]
+@dataclass
+class _Verdicts:
+    """What round 1 says of each slot: the rule it breaks, else whether it failed to compile."""
+    violations: dict[str, str]          # slot -> evidence (its own, else a helper's)
+    helper_violation: str | None        # a helper's broken rule (a helper is linked with every slot)
+    helpers_failed: bool                # a helper did not compile: every slot fails
+    failed: list[str]                   # slots that did not compile (and broke no rule), in slot order
 
-    # log: failing files first (their first errors), then files with warnings only
+    @classmethod
+    def of(cls, units: list[Unit]) -> "_Verdicts":
+        # policy: a slot's own violation, else a helper's (a helper is linked with every slot)
+        violations: dict[str, str] = {}
+        helper_violation = next((f"{u.display} (a helper file linked with every slot): {u.violations[0].evidence}"
+                                 for u in units if u.slot is None and u.violations), None)
+        for u in units:
+            if u.slot is not None and not u.stub:
+                if u.violations:
+                    violations[u.slot] = "; ".join(v.evidence for v in u.violations)
+                elif helper_violation:
+                    violations[u.slot] = helper_violation
+        helpers_failed = any(u.slot is None and not u.ok for u in units)
+        failed = [u.slot for u in units if not u.stub and u.slot is not None and (not u.ok or helpers_failed)]
+        failed = [s for s in SLOTS if s in failed and s not in violations]
+        return cls(violations, helper_violation, helpers_failed, failed)
+
+
+def _log_sections(units: list[Unit], root: Path, helpers_failed: bool, recipe: Recipe) -> tuple[list[str], int]:
+    """The build log's sections (rule breakers, then failing files with their first errors, then files
+    with warnings only) and the warnings counted."""
     sections: list[str] = []
     warnings = 0
     for u in units:
@@ -654,25 +696,19 @@ def _build(sub: Submission, recipe: Recipe, out: Path, work: Path, jobs: int | N
 
     if not recipe.allowlists:
         sections.append(f"== note: the build-time allowlists are off ({ALLOWLISTS_ENV}=off) ==\n")
-    result = BuildResult(status="compile_error" if failed else "ok", warnings=warnings,
-                         missing_slots=list(sub.missing_slots), failed_slots=failed,
-                         policy_violations={s: violations[s] for s in policy_stubbed})
-    result.harness_errors += [u.harness_error for u in units if u.harness_error]
+    return sections, warnings
 
-    if stub_failures:
-        # the harness's own stub did not compile: the toolchain is broken, not the submission
-        sections.append("".join(f"== {u.display} (generated) did not compile: harness problem ==\n"
-                                f"{u.run.output if u.run else ''}" for u in stub_failures))
-        result.harness_errors.append("a generated stub did not compile: the toolchain is broken (internal error)")
-        result.log = trim_log(sections)
-        result.seconds = time.monotonic() - start
-        result.write(out / "build.json")
-        return result
 
-    # link: slots that compiled + helpers, stubs for the rest
+def _link_worker(recipe: Recipe, units: list[Unit], stubs: dict, verdicts: _Verdicts, result: BuildResult,
+                 sections: list[str], out: Path, work: Path, root: Path, include_dir: Path, jobs: int,
+                 timeout: float, link_timeout: float) -> None:
+    """Link the worker: the slots that compiled and the helpers, stubs for the rest. A failed link is
+    retried slot by slot to find which slots break it (they fail); the worker goes to out/worker."""
+    failed, violations = verdicts.failed, verdicts.violations
     good = {u.slot: u for u in units if not u.stub and u.slot is not None and u.ok and u.slot not in failed
             and u.slot not in violations}
-    helpers = [u for u in units if u.slot is None] if not (helpers_failed or helper_violation) else []
+    helpers = [u for u in units if u.slot is None] if not (verdicts.helpers_failed or verdicts.helper_violation) \
+        else []
     worker = out / "worker"
     linked = work / "obj" / "worker"   # the link writes only under obj/ (its sandbox's one writable folder)
 
@@ -710,10 +746,6 @@ def _build(sub: Submission, recipe: Recipe, out: Path, work: Path, jobs: int | N
     if link_run.ok and linked.is_file() and not linked.is_symlink():
         shutil.move(str(linked), str(worker))
         result.worker = worker
-    result.log = trim_log(sections)
-    result.seconds = time.monotonic() - start
-    result.write(out / "build.json")
-    return result
 
 
 def main(argv: list[str] | None = None) -> int:

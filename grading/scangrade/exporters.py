@@ -14,259 +14,29 @@ Student-facing exports (PrairieLearn, Autolab) never show a non-visible case's i
 test keeps its points and reads "hidden test". Gradescope applies `visibility` itself; JUnit is for
 instructors and CI and shows everything.
 
-A case that did not pass reads the same everywhere a student sees it: case_feedback() gives its lines
-(the judge's message with its hint lines, why the case exists, its seed and the `make test` command
-that reruns it), and Gradescope's and PrairieLearn's test output and the slot section of
-feedback.html (scangrade/feedback.py) are those lines.
-
-Every string of results.json (messages, compile logs, student output, names: any text the student's
-code or files produced) goes through printable() before any export uses it, so each file is valid
-whatever the text held: a control character other than tab and line break (C0, DEL, C1) is shown as
-text (`\x1b`), a carriage return becomes a line break, and a lone surrogate (undecodable output) or
-U+FFFE/U+FFFF becomes U+FFFD. XML 1.0 cannot carry those characters even escaped.
+Every string of results.json goes through printable() (results.py) before any export uses it; what
+a student reads about a case is feedback_text.py's.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import NamedTuple
 
+from .feedback_text import EMULATED, STATUS_TEXT, case_feedback, feedback_text, summary_lines
+from .files import write_atomic
+from .results import (add_results_arguments, case_title, fmt_points, graded, is_hidden, printable_doc,
+                      results_from_args, slot_cases, slot_number, truncate)
 from .vocab import SLOTS
 
 FORMATS = ("gradescope", "prairielearn", "autolab", "junit")
 FILE_NAMES = {"gradescope": "gradescope.json", "prairielearn": "prairielearn.json",
               "autolab": "autolab.txt", "junit": "junit.xml"}
-SCHEMA = Path(__file__).resolve().parent.parent / "results.schema.json"
 
 PL_LIMIT = 1_000_000        # PrairieLearn's documented results.json limit, in bytes
-EMULATED = "graded on the CPU emulation backend: no timings, no performance points"
-
-STATUS_TEXT = {
-    "pass": "passed", "fail": "wrong values", "not_implemented": "not implemented", "crash": "crashed",
-    "timeout": "timed out", "compile_error": "did not compile",
-    "policy_violation": "broke a rule of the assignment (CUB/Thrust, harness or CUDA runtime symbols, main)",
-    "out_of_bounds_write": "wrote out of bounds",
-    "input_modified": "modified its input", "leak": "leaked device memory", "race": "data race",
-    "memory_error": "memory error", "internal_error": "grader internal error (not your fault: please report)",
-}
-
-
-class ResultsError(Exception):
-    """results.json is missing, unreadable or not a ScanGrade results document."""
-
-
-def load_results(path: Path, validate: bool = True) -> dict:
-    """Read results.json; validate it against the schema when jsonschema is installed."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise ResultsError(f"cannot read {path}: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("schema_version") != 1:
-        raise ResultsError(f"{path} is not a ScanGrade results.json (schema_version 1)")
-    if validate:
-        try:
-            import jsonschema
-        except ImportError:
-            return doc
-        errors = sorted(jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).iter_errors(doc),
-                        key=lambda e: list(e.absolute_path))
-        if errors:
-            where = "/".join(map(str, errors[0].absolute_path)) or "(top level)"
-            raise ResultsError(f"{path} does not follow results.schema.json at {where}: {errors[0].message}")
-    return doc
-
-
-# --- shared helpers ---------------------------------------------------------------------------------
-
-# what XML 1.0 cannot carry (C0 but tab and line breaks, surrogates, U+FFFE, U+FFFF), with DEL and the
-# C1 controls a terminal would act on
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-
-
-def _shown(m: re.Match) -> str:
-    code = ord(m.group())
-    return f"\\x{code:02x}" if code <= 0x9F else "\ufffd"
-
-
-def printable(text: str) -> str:
-    """text that every export format can carry and every reader shows as it is (module docstring)."""
-    return _UNPRINTABLE.sub(_shown, text.replace("\r\n", "\n").replace("\r", "\n"))
-
-
-def printable_doc(doc):
-    """A copy of a results document (or any JSON value) with printable() applied to every string."""
-    if isinstance(doc, str):
-        return printable(doc)
-    if isinstance(doc, dict):
-        return {printable(k) if isinstance(k, str) else k: printable_doc(v) for k, v in doc.items()}
-    if isinstance(doc, list):
-        return [printable_doc(v) for v in doc]
-    return doc
-
-
-def fmt_points(x: float) -> str:
-    return f"{x:g}" if float(x) != int(x) else str(int(x))
-
-
-def case_title(case: dict) -> str:
-    title = f"{case['slot']} · {case['dtype']} · n={case['n']} · {case['values']}"
-    if case["slot"] == "hierarchical":
-        title += f" · {case['kind']}"
-    return title
-
-
-def is_hidden(case: dict) -> bool:
-    return case["visibility"] != "visible"
-
-
-def slot_cases(results: dict) -> dict[str, list[dict]]:
-    """Cases per slot, in slot order, each slot's cases in the judge's order."""
-    grouped: dict[str, list[dict]] = {s: [] for s in SLOTS}
-    for case in results["cases"]:
-        grouped.setdefault(case["slot"], []).append(case)
-    return grouped
-
-
-def slot_number(slot: str) -> int:
-    return SLOTS.index(slot) + 1 if slot in SLOTS else len(SLOTS) + 1
-
-
-def graded(results: dict) -> bool:
-    return results["outcome"] == "graded" and results["build"]["status"] != "layout_error"
-
-
-def truncate(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n... [{len(text) - limit} more characters trimmed]"
-
-
-def summary_lines(results: dict) -> list[str]:
-    """The short text every platform shows at the top."""
-    s, b = results["score"], results["build"]
-    head = f"ScanGrade {results['tool']['version']}: {fmt_points(s['total'])}/{fmt_points(s['max_total'])} points"
-    if s["perf_max_points"]:
-        head += (f" (correctness {fmt_points(s['points'])}/{fmt_points(s['max_points'])},"
-                 f" performance {fmt_points(s['perf_points'])}/{fmt_points(s['perf_max_points'])})")
-    lines = [head]
-    if results["backend"] == "emulate":
-        lines.append(EMULATED)
-    else:
-        lines.append(f"graded on {results['environment']['device']}")
-    if b["status"] == "layout_error":
-        lines.append(f"could not read the submission: {b['log'].strip()}")
-    if b["failed_slots"]:
-        lines.append("did not compile: " + ", ".join(b["failed_slots"]) + " (see the compile log)")
-    if b["missing_slots"]:
-        lines.append("missing slot files (graded as not implemented): "
-                     + ", ".join(f"student/{s}.cu" for s in b["missing_slots"]))
-    if results["outcome"] == "not_graded":
-        lines.append("the grader failed (internal error, not your fault): please report it; this score is not final")
-        lines += [f"  {e}" for e in results.get("errors", [])[:5]]
-    return lines
-
-
-# --- what a student reads about one case --------------------------------------------------------------
-
-# statuses of a case that ran: `make test` reruns it with the same input (compile errors rebuild)
-REPLAYABLE = ("fail", "crash", "timeout", "race", "memory_error", "out_of_bounds_write", "input_modified", "leak")
-SANITIZER_TOOL = {"race": "racecheck", "memory_error": "memcheck"}
-_LOG_ERROR = re.compile(r":\d+(:\d+)?: (fatal )?error\b|^\S*ld: |\bundefined reference\b")
-
-
-class Line(NamedTuple):
-    """One line of a case's feedback. kind: message (the judge's), hint, why, seed, replay (a command
-    after "replay: "), log (the compile log), error (a line of the compile log that reports an error)."""
-    kind: str
-    text: str
-
-
-def gtest_name(case: dict) -> str:
-    """The case's GoogleTest name in `make test` (harness/tests/kernel_tests.cpp): <Slot>/Kernel.Case/<label>,
-    the label being the id without its slot prefix, '.' and '-' made '_' (suite.cpp case_label)."""
-    slot = case["slot"]
-    label = case["id"].removeprefix(f"{slot}.")
-    camel = "".join(word.capitalize() for word in slot.split("_"))
-    return f"{camel}/Kernel.Case/" + label.replace(".", "_").replace("-", "_")
-
-
-def case_suite(case: dict, results: dict) -> dict | None:
-    return next((s for s in results.get("suites", []) if s["name"] == case["suite"]), None)
-
-
-def replay_commands(case: dict, results: dict) -> list[str]:
-    """The command lines that rerun the case on the student's machine, or none when its input cannot be
-    made there (a suite whose seeds are mixed with the instructor's secret). `make test` passes
-    GTEST_FILTER on to GoogleTest; SCANGRADE_BACKEND=emulate when the grade was emulated (a GPU would
-    hide a race the emulator's thread orders show)."""
-    suite = case_suite(case, results)
-    if suite is None or suite["secret_mixed"]:
-        return []
-    backend = "SCANGRADE_BACKEND=emulate " if results["backend"] == "emulate" else ""
-    suite_arg = "" if suite["name"] == "public" else f" SUITE={Path(suite['path']).name}"
-    if case["status"] == "compile_error":
-        return [f"{backend}make test{suite_arg}"]
-    commands = [f"{backend}GTEST_FILTER='{gtest_name(case)}' make test{suite_arg}"]
-    if results["backend"] == "gpu" and case["status"] in SANITIZER_TOOL:
-        findings = (case.get("sanitizer") or {}).get("findings") or []
-        tool = findings[0]["tool"] if findings else SANITIZER_TOOL[case["status"]]
-        suite_flag = "" if not suite_arg else f" --suite={Path(suite['path']).name}"
-        commands.append(f"compute-sanitizer --tool {tool} build/scangrade_student_test"
-                        f" --gtest_filter='{gtest_name(case)}'{suite_flag}")
-    return commands
-
-
-def seed_line(case: dict, results: dict) -> str:
-    suite = case_suite(case, results)
-    if suite is not None and suite["secret_mixed"]:
-        return (f"seed: {case['seed']} in the {case['suite']} suite, mixed with the instructor's secret:"
-                " this input cannot be made again on your machine")
-    return f"seed: {case['seed']} ({case['suite']} suite, n={case['n']}, {case['dtype']}, {case['values']})"
-
-
-def case_feedback(case: dict, results: dict, compile_log: bool = True) -> list[Line]:
-    """What a student reads about a case: the judge's message (lines starting "hint:" are hints) and,
-    for a case that ran, why it exists, its seed and the command that reruns it. A compile_error case
-    carries the compile log (compile_log=False: once per slot is enough) and `make test`."""
-    status = case["status"]
-    if status == "pass":
-        text = "passed"
-        t = case.get("timing")
-        if t:
-            text += (f"; {t['median_ms']:.4g} ms median, {t['gbps']:.4g} GB/s,"
-                     f" {t['ratio_to_reference']:.3g}x the reference")
-        return [Line("message", text)]
-    if status == "internal_error":
-        return [Line("message", f"{STATUS_TEXT[status]}: {case['message']}")]
-    lines: list[Line] = []
-    if status == "compile_error":
-        log = results["build"]["log"].rstrip("\n")
-        if log and compile_log:
-            lines.append(Line("message", f"{case['slot']} did not compile:"))
-            lines += [Line("error" if _LOG_ERROR.search(line) else "log", line) for line in log.split("\n")]
-        else:
-            lines.append(Line("message", case["message"] or f"{case['slot']} did not compile"))
-    else:
-        for line in (case["message"] or STATUS_TEXT.get(status, status)).rstrip("\n").split("\n"):
-            head = line.lstrip()
-            kind = "hint" if head.startswith("hint:") else "why" if head.startswith("why this case:") else "message"
-            lines.append(Line(kind, line))
-    if status in REPLAYABLE:
-        if case.get("why") and not any(line.kind == "why" for line in lines):
-            lines.append(Line("why", f"why this case: {case['why']}"))
-        lines.append(Line("seed", seed_line(case, results)))
-    if status in REPLAYABLE or status == "compile_error":
-        lines += [Line("replay", f"replay: {cmd}") for cmd in replay_commands(case, results)]
-    return lines
-
-
-def feedback_text(lines: list[Line]) -> str:
-    return "\n".join(line.text for line in lines)
 
 
 def case_output(case: dict, results: dict, log_shown: set[str], first_number: dict[str, str]) -> str:
@@ -524,11 +294,11 @@ def export(results: dict, fmt: str, student_facing: bool = True) -> str:
 
 
 def write_exports(results: dict, out_dir: Path, formats: list[str]) -> dict[str, Path]:
-    """Write each format's file into out_dir; return format -> path."""
+    """Write each format's file into out_dir (atomically); return format -> path."""
     written = {}
     for fmt in formats:
         path = Path(out_dir) / FILE_NAMES[fmt]
-        path.write_text(export(results, fmt), encoding="utf-8")
+        write_atomic(path, export(results, fmt))
         written[fmt] = path
     return written
 
@@ -545,21 +315,6 @@ def parse_formats(text: str) -> list[str]:
     if unknown:
         raise ValueError(f"unknown format {unknown[0]!r}: choose all, none or from {', '.join(FORMATS)}")
     return list(dict.fromkeys(chosen))
-
-
-def add_results_arguments(parser: argparse.ArgumentParser) -> None:
-    """The results.json argument and --no-validate, for the tools that read one (exporters, report)."""
-    parser.add_argument("results", type=Path, help="results.json written by the judge")
-    parser.add_argument("--no-validate", action="store_true", help="skip the schema check of results.json")
-
-
-def results_from_args(args: argparse.Namespace) -> dict | None:
-    """The results.json add_results_arguments() named, or None after saying why it is unusable."""
-    try:
-        return load_results(args.results, validate=not args.no_validate)
-    except ResultsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,7 @@ grade.py writes it next to results.json (batch.py: in every DIR/students/<id>/, 
 it). Sections: the score and how it was graded; one row per slot (verdict, cases passed, points,
 performance points); per slot, the first case that did not pass, with the judge's whole message, its
 hint lines set apart, why the case exists, its seed and the `make test` command that reruns it -- the
-lines of exporters.case_feedback, so Gradescope's output for that test says the same --, the compile
+lines of feedback_text.case_feedback, so Gradescope's output for that test says the same --, the compile
 log when the slot did not compile, the other cases that did not pass, and the timed cases' figures
 (median ms, GB/s, × reference, × CUB); then the build's warnings and what the program printed.
 
@@ -28,9 +28,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .exporters import (EMULATED, STATUS_TEXT, Line, add_results_arguments, case_feedback, case_title, feedback_text,
-                        printable_doc,
-                        fmt_points, is_hidden, results_from_args, slot_cases)
+from .feedback_text import EMULATED, STATUS_TEXT, Line, case_feedback, feedback_text
+from .results import add_results_arguments, case_title, fmt_points, is_hidden, printable_doc, results_from_args, slot_cases
 from .vocab import SLOT_FILES, slot_verdict
 
 FILE_NAME = "feedback.html"
@@ -131,7 +130,7 @@ def slot_feedback(results: dict, slot: str, cases: list[dict], instructor: bool 
 
 def page_model(results: dict, instructor: bool = False) -> dict:
     """What the template shows, computed from results.json alone."""
-    results = printable_doc(results)     # any student text: see exporters.printable
+    results = printable_doc(results)     # any student text: see results.printable
     s, b = results["score"], results["build"]
     env = results["environment"]
     layout_error = b["status"] == "layout_error"

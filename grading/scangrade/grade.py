@@ -37,9 +37,11 @@ from pathlib import Path
 
 from . import log as logsetup
 from .build import COMPILE_TIMEOUT_S, BuildResult, Recipe, ToolchainError, build, read_toolchain, write_layout_error
-from .exporters import FILE_NAMES, ResultsError, load_results, parse_formats, write_exports
+from .exporters import FILE_NAMES, parse_formats, write_exports
 from .feedback import FILE_NAME as FEEDBACK_PAGE, write_page
+from .files import nvidia_smi_gpus
 from .report import render, use_color
+from .results import ResultsError, load_results
 from .submission import load_submission
 from .vocab import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERNAL, EXIT_PASSED
 
@@ -50,14 +52,7 @@ log = logging.getLogger(__name__)
 
 def detect_backend() -> str:
     """gpu when `nvidia-smi -L` lists a GPU, else emulate."""
-    nvidia_smi = shutil.which("nvidia-smi")
-    if nvidia_smi is None:
-        return "emulate"
-    try:
-        r = subprocess.run([nvidia_smi, "-L"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return "emulate"
-    return "gpu" if r.returncode == 0 and any(l.startswith("GPU ") for l in r.stdout.splitlines()) else "emulate"
+    return "gpu" if nvidia_smi_gpus() else "emulate"
 
 
 def load_grader(build_dir: Path, backend: str, sandbox: str = "auto", bwrap: str = "bwrap") -> tuple[dict, Path, str, Recipe]:

@@ -6,7 +6,7 @@ separated, in vocab.FLAG_ORDER), one column per slot (its correctness points), <
 with performance points, perf_points, points, total, max_total, percent, meets_threshold,
 cases_passed, cases, backend, run (graded | reused), seconds, results.
 
-Every text cell is written through gradebook_cell(): controls shown as text (exporters.printable), at
+Every text cell is written through gradebook_cell(): controls shown as text (results.printable), at
 most MAX_CELL characters, and a cell that starts with = + - @ (tab, CR) and is not a plain number is
 written after a ' so that a spreadsheet shows it as text instead of running it as a formula.
 """
@@ -15,36 +15,19 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .exporters import fmt_points, printable
+from .files import write_atomic
 from .lms import Entry
+from .results import fmt_points, printable
 from .vocab import SLOTS, ordered_flags
 
 PHASES = ("hash", "unpack", "compile", "queue", "judge", "correctness", "prepare", "timing", "lock_wait", "sanitizer",
           "export")
 
 
-_UMASK = os.umask(0)
-os.umask(_UMASK)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder and a rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o666 & ~_UMASK)     # mkstemp makes 0600: give it the mode open() would
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 
@@ -111,7 +94,7 @@ def _safe_cell(text: str) -> str:
 
 
 def gradebook_cell(value: object) -> object:
-    """A cell as written: text made printable (exporters.printable), cut to MAX_CELL characters, and
+    """A cell as written: text made printable (results.printable), cut to MAX_CELL characters, and
     kept from running as a formula; numbers as they are."""
     if not isinstance(value, str):
         return value

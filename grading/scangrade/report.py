@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from .exporters import add_results_arguments, fmt_points, results_from_args
+from .results import add_results_arguments, fmt_points, results_from_args
 from .vocab import NOTED, SLOTS, slot_verdict
 
 HEADERS = ("slot", "passed", "points", "perf pts", "time", "GB/s", "× ref", "× CUB")

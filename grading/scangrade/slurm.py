@@ -8,7 +8,8 @@ only. A second job, --dependency=afterany:<array job>, runs `batch.py ... --slur
 writes the gradebook and the report from the shared folder once every task has ended.
 
 This module only speaks to Slurm (sbatch, squeue, sacct, scontrol, scancel) and keeps the run
-folder's files; batch.py does the grading. No ssh, no scheduling of its own: Slurm places the tasks.
+folder's files; batch_slurm.py plans, submits, waits and finishes, and each task grades its shard as a
+local batch (batch_local.py). No ssh, no scheduling of its own: Slurm places the tasks.
 
 Task states come from sacct (State, ExitCode, Reason) when the cluster keeps accounting, else from
 scontrol show job (slurmctld keeps ended jobs for MinJobAge, 300 s by default).

@@ -6,8 +6,8 @@ import threading
 import time
 from pathlib import Path
 
-from scangrade import batch
-from scangrade.batch import Seats, expected_judge_s, previous_judge_s, suite_weights
+from scangrade import batch, batch_class, batch_seats
+from scangrade.batch_seats import Seats, expected_judge_s, previous_judge_s, suite_weights
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,10 +89,10 @@ def test_judges_per_gpu_default_is_capped():
     """--jobs split over the GPUs, at most JUDGES_PER_GPU judges on one GPU; --judges-per-gpu wins."""
     def judges(argv):
         args = batch.parse_args(["subs", "--out", "out", *argv])
-        batch.pick_gpus(args, "gpu")
+        batch_class.pick_gpus(args, "gpu")
         return args.judges_per_gpu
 
-    assert judges(["--gpus", "0", "--jobs", "16"]) == batch.JUDGES_PER_GPU == 8
+    assert judges(["--gpus", "0", "--jobs", "16"]) == batch_seats.JUDGES_PER_GPU == 8
     assert judges(["--gpus", "0,1", "--jobs", "16"]) == 8
     assert judges(["--gpus", "0,1,2,3", "--jobs", "16"]) == 4
     assert judges(["--gpus", "0", "--jobs", "4"]) == 4

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import GRADING, TESTS, write_script
-from scangrade import batch as batchmod
+from scangrade import batch_seats as batchmod
 from scangrade.vocab import SLOTS
 
 # Appends one JSON line per run to $FAKE_LOG: its name, --case-cache and what that folder looked

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import assert_valid
 from fixtures import make_case, make_results
-from scangrade import exporters, gradebook
+from scangrade import exporters, gradebook, results
 from scangrade import lms as lmsmod
 from scangrade.vocab import SLOTS
 
@@ -50,10 +50,10 @@ def assert_clean(text: str) -> None:
 
 
 def test_printable_rule():
-    assert exporters.printable("a\x00b\x1b[1m\tc\r\nd\re\x85\x7f") == "a\\x00b\\x1b[1m\tc\nd\ne\\x85\\x7f"
-    assert exporters.printable("\ud800\udfff\ufffe\uffff") == "\ufffd" * 4
-    assert exporters.printable("\u00e9\U0001F600\u2028 plain") == "\u00e9\U0001F600\u2028 plain"
-    doc = exporters.printable_doc({"k\x00": ["\x01", {"x": "\ud800"}, 3, None]})
+    assert results.printable("a\x00b\x1b[1m\tc\r\nd\re\x85\x7f") == "a\\x00b\\x1b[1m\tc\nd\ne\\x85\\x7f"
+    assert results.printable("\ud800\udfff\ufffe\uffff") == "\ufffd" * 4
+    assert results.printable("\u00e9\U0001F600\u2028 plain") == "\u00e9\U0001F600\u2028 plain"
+    doc = results.printable_doc({"k\x00": ["\x01", {"x": "\ud800"}, 3, None]})
     assert doc == {"k\\x00": ["\\x01", {"x": "\ufffd"}, 3, None]}
 
 

@@ -18,7 +18,8 @@ from conftest import GRADING, TESTS, assert_valid, make_submission
 import fixtures
 from fixtures import SECRET, make_case, make_results
 from scangrade import feedback
-from scangrade.exporters import case_feedback, gtest_name, replay_commands, to_gradescope
+from scangrade.exporters import to_gradescope
+from scangrade.feedback_text import case_feedback, gtest_name, replay_commands
 from scangrade.vocab import SLOTS
 
 HINT = "hint: the scan restarts from zero at index 2048: the block sums are not propagated"

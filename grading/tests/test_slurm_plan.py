@@ -16,7 +16,7 @@ import pytest
 
 from conftest import GRADING, write_script
 from scangrade import slurm
-from scangrade.batch import SHARD_OVERHEAD_S, shard_costs
+from scangrade.batch_slurm import SHARD_OVERHEAD_S, shard_costs
 from scangrade.gradebook import Student
 from scangrade.lms import Entry
 from test_batch import FAKE_JUDGE, GOOD, write_tree
@@ -333,7 +333,7 @@ def test_repositories_are_taken_once_at_submission_and_keep_their_columns(fake_s
 def test_batches_on_one_machine_never_share_sandbox_uids(tmp_path):
     """Two Slurm tasks on one node (or two batches on one host) each hold their own uid blocks: a
     sandbox's end kills every process of its uid, which must never be another judge's worker."""
-    from scangrade.batch import UID_BLOCK, claim_sandbox_uids
+    from scangrade.batch_seats import UID_BLOCK, claim_sandbox_uids
     first, held1 = claim_sandbox_uids(3, (tmp_path,))
     second, held2 = claim_sandbox_uids(UID_BLOCK + 1, (tmp_path,))      # two blocks
     assert len(first) == 3 and len(second) == UID_BLOCK + 1 and not set(first) & set(second)
@@ -342,7 +342,7 @@ def test_batches_on_one_machine_never_share_sandbox_uids(tmp_path):
     third, held3 = claim_sandbox_uids(2, (tmp_path,))                    # the first batch's block is free again
     assert third == first[:2]
     # another process sees the same locks
-    code = ("import sys; from pathlib import Path; from scangrade.batch import claim_sandbox_uids; "
+    code = ("import sys; from pathlib import Path; from scangrade.batch_seats import claim_sandbox_uids; "
             "print(claim_sandbox_uids(1, (Path(sys.argv[1]),))[0][0])")
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=str(GRADING)))

@@ -25,11 +25,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..files import write_atomic
 from ..vocab import ARCHIVE_SUFFIXES, JUNK_NAMES, SLOTS
 
 KILL_GRACE_S = 10
@@ -194,18 +194,8 @@ def grade_command(grade_py: Path, submission: Path, *, build_dir: Path, out: Pat
 # --- files ------------------------------------------------------------------------------------------
 
 def write_json_atomic(path: Path, doc: dict) -> None:
-    """Write JSON so that a reader never sees half a file (temp file + rename in the same folder)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, ensure_ascii=False, indent=1)
-            f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write JSON so that a reader never sees half a file (files.write_atomic)."""
+    write_atomic(path, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
 def read_json(path: Path) -> dict | None:
