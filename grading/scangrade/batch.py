@@ -105,6 +105,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from . import log as logsetup
+from . import instructor
 from .batch_report import render_report
 from .build import Recipe, ToolchainError, write_layout_error
 from .exporters import FILE_NAMES, ResultsError, fmt_points, load_results, parse_formats, write_exports
@@ -691,6 +692,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="a passing fraction of max_total (0..1): fills gradebook column meets_threshold")
     add_sandbox_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    instructor.add_arguments(parser)
     cluster = parser.add_argument_group(
         "Slurm", "grade on a Slurm cluster: one array job over shards of the class, then the gradebook (README, "
                  "'Grading a whole class on a Slurm cluster'). OUT, the submissions and the build folder must be on "
@@ -752,6 +754,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.gpus != "auto" and not re.fullmatch(r"\d+(,\d+)*", args.gpus):
         parser.error("--gpus: auto or a comma list of indices such as 0,1")
     check_slurm_args(parser, args)
+    instructor.check_arguments(parser, args)
     args.jobs_given = args.jobs   # before any default: the Slurm tasks' --cpus-per-task
     args.suite = [s.resolve() for s in (args.suite or [REPO / "testcases" / "public.json"])]
     args.hidden_suite = [s.resolve() for s in args.hidden_suite]
@@ -929,6 +932,7 @@ def write_class(args: argparse.Namespace, students: list[Student], intakes: list
                             "deadline": args.deadline.isoformat() if args.deadline else None,
                             "repositories": [it.record() for it in intakes]}} if intakes else {}),
               "students": [st.record() for st in sorted(students, key=lambda s: s.entry.student_id)]}
+    instructor.write_class_files(args, students, record)   # class_summary.json, lms/, similarity.json
     write_atomic(args.out / "batch.json", json.dumps(record, indent=1) + "\n")
     write_atomic(args.out / "report.html", render_report(students, record, columns, rows))
 
@@ -991,6 +995,7 @@ def run_argv(args: argparse.Namespace, backend: str) -> list[str]:
                         ("--max-n", args.max_n), ("--threshold", args.threshold)):
         if value is not None:
             argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    argv += instructor.argv(args)   # --roster, --similarity, ...: the finishing job writes those files
     return argv + (["--quiet"] if args.quiet else [])
 
 

@@ -135,7 +135,8 @@ def grade(root: Path, started: float) -> dict:
         if not suites:
             # grade.py would fall back to the whole public suite; it has no way to grade hidden suites alone
             raise ConfigError(f"no (non-hidden) suite has a case for the slots {config['slots']}")
-        staged = stage_submission(root / "student", work / "staged", "student-submission")
+        staged = stage_submission(root / "student", work / "staged", "student-submission",
+                                  top_level_note=False)   # PrairieLearn always puts the files there
         out = work / "out"
         secret = resolve(config["secret_file"], base) if config["secret_file"] and hidden else None
         cmd = grade_command(grade_py, staged.path, build_dir=build_dir, out=out, backend=backend,
