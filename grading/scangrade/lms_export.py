@@ -10,7 +10,9 @@
                 Section`, one column named after the assignment (--assignment; a name Canvas does not
                 know creates that assignment), with --lms-slot-columns one more per slot
                 ("<assignment>: <slot>"), then a `Points Possible` row under the header as Canvas's
-                own export writes it. Canvas matches rows by ID.
+                own export writes it (it gives a new assignment its points possible). Canvas matches
+                rows by ID. --assignment "Name (1234)", as Canvas's export heads an existing
+                assignment's column, fills that assignment instead of creating one.
   moodle.csv    (Moodle worksheet roster) the assignment's grading worksheet with Grade filled:
                 `Identifier, Full name, Email address, Grade, Maximum Grade` (Assignment -> Upload
                 grading worksheet; Moodle matches the Identifier "Participant N").
