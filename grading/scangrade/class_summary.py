@@ -4,7 +4,7 @@ Per slot (and "build" for layout/compile errors and policy violations):
   problems   every status other than pass, by how many students got it in at least one of the slot's
              cases (most first): {status, count, students: [{id, link}], example: {student, case, message}}
   hints      every hint the judge gave (the "hint:" lines of fail and crash messages), grouped by
-             its text with numbers written as N (and "A x B, or ..." tile sizes as N): {hint, count,
+             its text with numbers (but 0 and 1) written as N (and "A x B, or ..." tile sizes as N): {hint, count,
              students, example: {student, case, message}} (most students first)
   perf       on a GPU (slots with performance points, students with a perf_ratio): count, min,
              quartiles, max of the × reference ratio, and the slowest and fastest correct
@@ -32,7 +32,7 @@ _TILES = re.compile(r"N(?: x N)+(?:, or N(?: x N)+)*")
 def hint_key(line: str) -> str:
     """A hint line as a group: numbers as N, tile products as N, cut at its first ': ' when that
     leaves the sentence that names the problem."""
-    text = re.sub(r"\d+(?:\.\d+)?(?:e[+-]?\d+)?", "N", line.strip())
+    text = re.sub(r"(?<![\w.])(?:[2-9]|\d{2,})(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])", "N", line.strip())   # 0 and 1 stay
     text = _TILES.sub("N", text)
     head, sep, _ = text.partition(": ")
     return head if sep and len(head) >= 24 else text
