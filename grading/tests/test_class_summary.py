@@ -105,4 +105,4 @@ def test_report_section_and_phone_layout(tmp_path):
     assert 'href="students/ann/feedback.html"' in text and "the scan restarts from zero at index N" in text
     assert "slowest: " in text and "fastest: " in text
     assert '<meta name="viewport" content="width=device-width' in text
-    assert "@media (max-width: 760px)" in text and 'class="subs"' in text and 'data-label="student"' in text
+    assert "@media (max-width: 760px)" in text and 'class="subs cards"' in text and 'data-label="student"' in text
