@@ -121,6 +121,10 @@ def grade(root: Path, started: float) -> dict:
     backend = os.environ.get("SCANGRADE_BACKEND", "emulate")
     budget_s = float(config["budget_s"])
     work = Path(tempfile.mkdtemp(prefix="scangrade-pl-"))
+    # the sandbox's compiles run as an unprivileged uid: without namespaces (inside the platform's
+    # container) they reach the staged files through this folder, so it must be traversable
+    # (not listable); the suites under it are read by the judge, as root
+    os.chmod(work, 0o711)
     try:
         suites = [resolve(s, base) for s in config["suites"]]
         hidden = [resolve(s, base) for s in config["hidden_suites"]]
