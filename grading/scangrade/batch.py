@@ -14,6 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import instructor
 from . import log as logsetup
 from .batch_class import Setup, Stop, load_inputs, resolve_jobs
 from .batch_local import run_local
@@ -118,6 +119,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     check_args(parser, args)
     check_slurm_args(parser, args)
+    instructor.check_arguments(parser, args)
     args.jobs_given = args.jobs   # before any default: the Slurm tasks' --cpus-per-task
     args.suite = [s.resolve() for s in (args.suite or [REPO / "testcases" / "public.json"])]
     args.hidden_suite = [s.resolve() for s in args.hidden_suite]
@@ -172,6 +174,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a passing fraction of max_total (0..1): fills gradebook column meets_threshold")
     add_sandbox_arguments(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    instructor.add_arguments(parser)
 
 
 def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ from .files import visible_gpus, write_atomic
 from .grade import load_grader
 from .gradebook import Student, gradebook_rows, phase_totals, write_gradebook
 from .lms import Entry
+from . import instructor
 from . import repos as repomod
 from .vocab import EXIT_BAD_INPUT, EXIT_INTERNAL
 
@@ -114,6 +115,7 @@ def write_class(args: argparse.Namespace, students: list[Student], intakes: list
                             "deadline": args.deadline.isoformat() if args.deadline else None,
                             "repositories": [it.record() for it in intakes]}} if intakes else {}),
               "students": [st.record() for st in sorted(students, key=lambda s: s.entry.student_id)]}
+    instructor.write_class_files(args, students, record)   # class_summary.json, lms/, similarity.json
     write_atomic(args.out / "batch.json", json.dumps(record, indent=1) + "\n")
     write_atomic(args.out / "report.html", render_report(students, record, columns, rows))
 

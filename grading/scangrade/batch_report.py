@@ -1,6 +1,9 @@
 """The batch report (report.html) written by grading/batch.py: one self-contained HTML file.
 
-Sections: summary (counts, mean/median score, flags), score histogram, pass rate per case (a bar chart
+Sections: summary (counts, mean/median score, flags), what the class got wrong (class_summary.py:
+statuses and hints per slot by how many students they hit, each student linked, one example message;
+the × reference spread, slowest and fastest correct implementations), the roster's matching (with
+--roster), similar submissions (with --similarity: similarity.py), score histogram, pass rate per case (a bar chart
 per slot and a table), performance ratio distribution per slot (× reference: reference time / student
 time, the geometric mean over the slot's perf cases), where the time went (phases), and the table of
 submissions: each student's id links to their feedback page (feedback.html, scangrade/feedback.py;
@@ -24,6 +27,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from .class_summary import class_summary
 from .exporters import FILE_NAMES
 from .feedback import FILE_NAME as FEEDBACK_PAGE
 from .files import write_atomic
@@ -183,7 +187,8 @@ def render_report(students: list[Student], record: dict, columns: list[str], row
         flag_counts=flag_counts, flag_colors=FLAG_COLORS, score_chart=score_histogram(percents),
         pass_charts=pass_charts, case_rows=case_rows, perf=perf, phase_totals=record.get("phase_totals") or {},
         submission_columns=["student", "raw name", "outcome", "total", "%", *SLOTS, "flags", "files"],
-        submission_rows=submission_rows)
+        submission_rows=submission_rows, summary=class_summary(students), roster=record.get("roster"),
+        similarity=record.get("similarity"))
 
 
 def main(argv: list[str] | None = None) -> int:

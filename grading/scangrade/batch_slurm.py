@@ -29,6 +29,7 @@ from .results import ResultsError, load_results
 from .files import write_atomic
 from .gradebook import Student
 from .lms import Entry
+from . import instructor
 from . import repos as repomod
 from . import slurm
 from .vocab import EXIT_BAD_INPUT, EXIT_INTERNAL
@@ -57,6 +58,7 @@ def run_argv(args: argparse.Namespace, backend: str) -> list[str]:
                         ("--max-n", args.max_n), ("--threshold", args.threshold)):
         if value is not None:
             argv += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    argv += instructor.argv(args)   # --roster, --similarity, ...: the finishing job writes those files
     return argv + (["--quiet"] if args.quiet else [])
 
 

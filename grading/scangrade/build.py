@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -167,6 +168,20 @@ class Confinement:
         if here and any(p == here or p.startswith(here + "/") for p in ro + rw):
             argv += ["--chdir", here]
         return [*argv, "--", *cmd]
+
+
+@functools.lru_cache(maxsize=None)
+def kills_by_uid(launcher: tuple[str, ...]) -> bool:
+    """True when the sandbox has neither namespaces nor a cgroup here (inside Docker or podman, as on
+    PrairieLearn and Gradescope): it then ends each command by killing every process of its uid
+    (sandbox.cpp kill_uid), so two commands under that uid must not run at the same time."""
+    try:
+        r = subprocess.run([*launcher, "--probe"], capture_output=True, text=True, timeout=60)
+        iso = json.loads(r.stdout)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return False
+    return isinstance(iso, dict) and bool(iso.get("uid_dropped")) and not iso.get("sandboxed") \
+        and iso.get("limits_via") == "rlimit"
 
 
 def run_tool(cmd: list[str], cwd: Path | None, timeout: float, confine: Confinement = Confinement(),
@@ -581,6 +596,8 @@ def _build(sub: Submission, recipe: Recipe, out: Path, work: Path, jobs: int | N
     if sub.layout_error or sub.student_dir is None or sub.root is None:
         return write_layout_error(out, sub.layout_error or "no student/ folder")
     jobs = jobs or os.cpu_count() or 1
+    if recipe.confine.launcher and kills_by_uid(recipe.confine.launcher):
+        jobs = 1    # compiles under one uid would end each other (kills_by_uid)
     root, include_dir = sub.root, sub.student_dir
 
     # round 1: the student's files, and stubs for the missing slots

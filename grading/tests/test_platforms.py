@@ -10,6 +10,7 @@ grading/schemas/{gradescope,prairielearn}.schema.json.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import stat
@@ -349,6 +350,7 @@ def test_prairielearn_one_slot_question(tmp_path):
     assert doc["gradable"] is True and doc["score"] == 1.0
     assert doc["tests"] and all(t["name"].startswith("hillis_steele") for t in doc["tests"])
     assert "missing slot files" not in doc["output"]
+    assert "top level of the upload" not in doc["output"]
 
 
 @needs_build
@@ -438,6 +440,10 @@ def test_stage_top_level_files(tmp_path):
     put(up, {"hillis_steele.cu": b"a", "helpers.cuh": b"b", ".DS_Store": b""})
     staged = common.stage_submission(up, tmp_path / "stage")
     assert sorted(p.name for p in (staged.path / "student").iterdir()) == ["helpers.cuh", "hillis_steele.cu"]
+    assert any("top level of the upload" in n for n in staged.notes)       # Gradescope: worth saying
+    # PrairieLearn always puts the files there: nothing to tell the student
+    staged = common.stage_submission(up, tmp_path / "stage-pl", top_level_note=False)
+    assert (staged.path / "student" / "hillis_steele.cu").is_file() and staged.notes == []
 
 
 def test_stage_top_level_files_beside_a_folder(tmp_path):
@@ -559,11 +565,18 @@ def test_workflow(tmp_path):
     assert any(u.startswith("actions/checkout@") for u in uses)
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert upload["if"] == "always()"
+    assert "grading-results/student/feedback.html" in upload["with"]["path"].split()   # the page a student reads
     runs = "\n".join(s.get("run", "") for s in steps)
     assert "grading/grade.py student" in runs and "grading/platforms/github/summary.py" in runs
     assert "$GITHUB_STEP_SUMMARY" not in runs or "summary.py" in runs
     for path in ("grading/grade.py", "grading/platforms/github/summary.py"):
         assert (REPO / path).is_file()
+    # the platforms' README names only files that exist, and the GPU runner's packages include the sandbox
+    doc = (REPO / "grading" / "platforms" / "README.md").read_text()
+    for patch in re.findall(r"[\w./-]+\.patch", doc):
+        assert (REPO / patch).is_file() or (REPO / "grading" / "platforms" / patch).is_file(), patch
+    runner = doc[doc.index("Runner setup:"):]
+    assert "bubblewrap" in runner[:runner.index("Register the runner")]
     # the summary step must come before the upload, and the upload must survive its failure
     names = [s.get("name", s.get("uses")) for s in steps]
     assert names.index("Summary and threshold") < names.index(upload.get("name", upload["uses"]))

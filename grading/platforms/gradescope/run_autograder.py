@@ -89,6 +89,10 @@ def grade(root: Path, started: float) -> dict:
     timeout_s = float(config["timeout_s"] or budget_s + 420)   # compiles, the judge's grace, exports
 
     work = Path(tempfile.mkdtemp(prefix="scangrade-gs-"))
+    # the sandbox's compiles run as an unprivileged uid: without namespaces (inside the platform's
+    # container) they reach the staged files through this folder, so it must be traversable
+    # (not listable); the suites under it are read by the judge, as root
+    os.chmod(work, 0o711)
     try:
         staged = stage_submission(root / "submission", work / "staged", submission_name(root))
         out = work / "out"

@@ -121,6 +121,10 @@ def grade(root: Path, started: float) -> dict:
     backend = os.environ.get("SCANGRADE_BACKEND", "emulate")
     budget_s = float(config["budget_s"])
     work = Path(tempfile.mkdtemp(prefix="scangrade-pl-"))
+    # the sandbox's compiles run as an unprivileged uid: without namespaces (inside the platform's
+    # container) they reach the staged files through this folder, so it must be traversable
+    # (not listable); the suites under it are read by the judge, as root
+    os.chmod(work, 0o711)
     try:
         suites = [resolve(s, base) for s in config["suites"]]
         hidden = [resolve(s, base) for s in config["hidden_suites"]]
@@ -135,7 +139,8 @@ def grade(root: Path, started: float) -> dict:
         if not suites:
             # grade.py would fall back to the whole public suite; it has no way to grade hidden suites alone
             raise ConfigError(f"no (non-hidden) suite has a case for the slots {config['slots']}")
-        staged = stage_submission(root / "student", work / "staged", "student-submission")
+        staged = stage_submission(root / "student", work / "staged", "student-submission",
+                                  top_level_note=False)   # PrairieLearn always puts the files there
         out = work / "out"
         secret = resolve(config["secret_file"], base) if config["secret_file"] and hidden else None
         cmd = grade_command(grade_py, staged.path, build_dir=build_dir, out=out, backend=backend,

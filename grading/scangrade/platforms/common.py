@@ -57,9 +57,11 @@ def _copy_entry(src: Path, dst: Path) -> None:
         shutil.copy2(src, dst, follow_symlinks=False)
 
 
-def stage_submission(upload: Path, stage: Path, name: str = "submission") -> Staged:
+def stage_submission(upload: Path, stage: Path, name: str = "submission", top_level_note: bool = True) -> Staged:
     """Lay out an upload folder (Gradescope's /autograder/submission, PrairieLearn's /grade/student)
-    under `stage` in a form grade.py accepts. Never raises for odd layouts: grade.py judges them."""
+    under `stage` in a form grade.py accepts. Never raises for odd layouts: grade.py judges them.
+    top_level_note=False: files at the top level are the platform's own layout (PrairieLearn always
+    puts them there), so the student is not told about it."""
     root = stage / name
     entries = sorted(p for p in upload.iterdir() if not is_junk(p.name)) if upload.is_dir() else []
     student = upload / "student"
@@ -78,7 +80,7 @@ def stage_submission(upload: Path, stage: Path, name: str = "submission") -> Sta
         files = [p for p in entries if p.is_symlink() or not p.is_dir()]
         for p in files:
             _copy_entry(p, root / "student" / p.name)
-        notes = ["your files were at the top level of the upload: graded them as student/"]
+        notes = ["your files were at the top level of the upload: graded them as student/"] if top_level_note else []
         folders = [p.name + "/" for p in entries if p not in files]
         if folders:
             notes.append(f"ignored the folder(s) {', '.join(folders[:5])}: only the top-level files were graded")

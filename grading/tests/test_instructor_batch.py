@@ -1,0 +1,64 @@
+"""One real batch on the emulate backend with the instructor's files: four gallery entries named as
+Canvas downloads them, a Canvas roster, --similarity with a planted copy; the LMS file agrees with the
+gradebook, the class summary names the hint the judge gave, the report has every section."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import GRADING, REAL_BUILD, REAL_TOOLCHAIN
+from test_batch import check_report, read_gradebook, write_tree, write_zip
+from test_roster import ROSTERS
+from test_similarity import disguise
+
+GALLERY = GRADING / "gallery"
+
+
+def files_of(entry: str, transform=lambda text: text) -> dict[str, str]:
+    return {f"student/{p.name}": transform(p.read_text()) for p in (GALLERY / entry / "student").iterdir()}
+
+
+def test_real_batch_with_roster_and_similarity(tmp_path):
+    if not REAL_TOOLCHAIN.is_file() or "emulate" not in json.loads(REAL_TOOLCHAIN.read_text()):
+        pytest.skip("no build with the emulation backend (SCANGRADE_BUILD_DIR)")
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    write_zip(subs / "doejane_1001_700001_scan.zip", files_of("correct_kogge_stone"))
+    write_zip(subs / "smithjohn_12345_700002_scan.zip", files_of("wrong_inclusive_exclusive_swapped"))
+    write_tree(subs / "nguyenan_2002_700003_scan", files_of("wrong_does_not_compile"))
+    write_zip(subs / "stranger_555_700004_scan.zip", files_of("wrong_inclusive_exclusive_swapped", disguise))
+    roster = tmp_path / "canvas.csv"
+    shutil.copy(ROSTERS / "canvas_gradebook_export.csv", roster)
+    r = subprocess.run([sys.executable, str(GRADING / "batch.py"), str(subs), "--out", str(out), "--build-dir",
+                        str(REAL_BUILD), "--backend", "emulate", "--max-n", "70000", "--formats", "gradescope",
+                        "--roster", str(roster), "--assignment", "Scan lab", "--lms-slot-columns", "--similarity"],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert "UNMATCHED SUBMISSION stranger_555" in r.stderr and "NO SUBMISSION Student, Test" in r.stderr
+    book = read_gradebook(out)
+    with open(out / "lms" / "canvas.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    by_id = {row[1]: row for row in rows[2:]}
+    assert float(by_id["1001"][5]) == pytest.approx(float(book["doejane_1001"]["total"]))
+    assert float(by_id["12345"][5]) == pytest.approx(float(book["smithjohn_12345"]["total"]))
+    assert float(rows[1][5]) == float(book["doejane_1001"]["max_total"])
+    summary = json.loads((out / "class_summary.json").read_text())
+    hier = next(s for s in summary["slots"] if s["slot"] == "hierarchical")
+    hint = next(h for h in hier["hints"] if "EXCLUSIVE scan" in h["hint"])
+    assert {s["id"] for s in hint["students"]} == {"smithjohn_12345"}
+    # the disguised copy renames blindly (directives, members): it does not compile
+    compile_errors = next(p for p in summary["build"] if p["status"] == "compile_error")
+    assert {s["id"] for s in compile_errors["students"]} == {"nguyenan_2002", "stranger_555"}
+    sim = json.loads((out / "similarity.json").read_text())
+    assert {sim["pairs"][0]["a"], sim["pairs"][0]["b"]} == {"smithjohn_12345", "stranger_555"}
+    p = check_report(out / "report.html")
+    assert "students/smithjohn_12345/feedback.html" in p.links
+    text = (out / "report.html").read_text()
+    for heading in ("What the class got wrong", "Roster", "Similar submissions", "Submissions"):
+        assert f"<h2>{heading}</h2>" in text
