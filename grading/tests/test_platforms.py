@@ -580,3 +580,16 @@ def test_workflow(tmp_path):
     # the summary step must come before the upload, and the upload must survive its failure
     names = [s.get("name", s.get("uses")) for s in steps]
     assert names.index("Summary and threshold") < names.index(upload.get("name", upload["uses"]))
+
+
+def test_slot_filtered_suites_are_the_graders_alone(tmp_path):
+    """Inside a platform's container the sandbox's uid can traverse the work folder: the slot-filtered
+    copies of the (hidden) suites are 0600 in a 0700 folder, and hold only the asked slots' cases."""
+    work = tmp_path / "work"
+    work.mkdir(mode=0o711)
+    kept = common.write_filtered_suites([REPO / "testcases" / "public.json"], ["blelloch"], work / "hidden")
+    assert len(kept) == 1
+    assert stat.S_IMODE((work / "hidden").stat().st_mode) == 0o700
+    assert stat.S_IMODE(kept[0].stat().st_mode) == 0o600
+    doc = json.loads(kept[0].read_text())
+    assert doc["cases"] and {c["slot"] for c in doc["cases"]} == {"blelloch"}

@@ -121,8 +121,14 @@ def write_filtered_suites(paths: list[Path], slots: list[str] | None, into: Path
         if filtered is None:
             continue
         target = into / str(i) / path.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(filtered, indent=1))
+        # the grader's alone (0700): inside a platform's container, without namespaces, the sandbox's
+        # uid can traverse the work folder above this one (a hidden suite's cases are not its to read)
+        into.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(into, 0o700)
+        target.parent.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(filtered, indent=1))
         kept.append(target)
     return kept
 
