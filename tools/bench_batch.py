@@ -47,6 +47,8 @@ def gallery_entries(with_hangs: bool) -> list[tuple[str, dict]]:
         spec = json.loads((folder / "expected.json").read_text())
         if not with_hangs and "timeout" in spec["verdicts"].values():
             continue
+        if spec.get("kind") == "exploit":   # graded with the allowlists off: gpu-check.sh batch's second class
+            continue
         out.append((folder.name, spec))
     return out
 

@@ -100,7 +100,7 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
       "flushed; both processes' default memory pools keep freed memory, release threshold: all), and the ratio "
       "to the reference is the median of these pairs' ratios; stopped at >= " +
       std::to_string(kMinReps) + " pairs once the 95% interval of that median (order statistics) was within +-" +
-      format("%.0f", 100 * kRatioHalfWidth) + "% of it, or at " + std::to_string(kMaxReps) + " pairs, or after " +
+      format("%.0f", 100 * kRatioHalfWidth) + "% of it, or at " + std::to_string(kMaxPairs) + " pairs, or after " +
       format("%.0f", kPairedBudgetSeconds) + " s; ";
   switch (clocked) {
     case Clocked::Events:
@@ -385,9 +385,9 @@ bool Session::run_pairs(Series& s) {
     if (!series_done(s.event_ratios, elapsed_s, s.variation)) continue;
     const int pairs = static_cast<int>(s.event_ratios.size());
     s.stopped_by = s.variation.fixed_reps > 0 ? "its fixed number of pairs"
-                   : ratio_known(std::vector<double>(s.event_ratios), 0.0) && pairs < kMaxReps
+                   : ratio_known(std::vector<double>(s.event_ratios), 0.0) && pairs < kMaxPairs
                        ? "the interval rule"
-                   : pairs >= kMaxReps ? "the most pairs"
+                   : pairs >= kMaxPairs ? "the most pairs"
                                        : "the time budget";
     return true;
   }
