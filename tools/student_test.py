@@ -147,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build", type=Path, default=ROOT / "build", help="CMake build folder (configured)")
     parser.add_argument("--backend", choices=("gpu", "emulate"), default="emulate")
     parser.add_argument("--suite", help="suite file (default: testcases/public.json)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="parallel build jobs, and emulated test cases run at once (default: the CPU count)")
     parser.add_argument("gtest", nargs="*", help="flags for the test program (after --), e.g. --gtest_filter=...")
     args = parser.parse_args(argv)
     build = args.build.resolve()
@@ -205,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     # 3. run
     env = dict(os.environ)
     env["SCANGRADE_COMPILE_ERRORS"] = ";".join(f"{s}={why}" for s, why in sorted(errors.items()))
+    # emulated cases run in forked children: up to --jobs of them at once, the screen as with one
+    env.setdefault("SCANGRADE_TEST_JOBS", str(max(1, args.jobs)))
     try:  # the program as the rerun commands name it: relative to where make runs
         shown_program = str((build / program).relative_to(Path.cwd()))
     except ValueError:

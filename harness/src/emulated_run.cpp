@@ -238,8 +238,7 @@ template RunRecord<std::int32_t> run_emulated<std::int32_t>(const ScanFn<std::in
                                                             const std::vector<std::int32_t>&);
 template RunRecord<float> run_emulated<float>(const ScanFn<float>&, const std::vector<float>&);
 
-Isolated run_isolated(const std::function<std::string()>& body, double timeout_s) {
-  Isolated result;
+StartedChild start_isolated(const std::function<std::string()>& body) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
   std::fflush(nullptr);
@@ -261,7 +260,22 @@ Isolated run_isolated(const std::function<std::string()>& body, double timeout_s
     _exit(0);
   }
   close(fds[1]);
-  const ChildEnd end = finish_child(pid, fds[0], timeout_s);
+  return StartedChild{pid, fds[0]};
+}
+
+void abandon_isolated(StartedChild child) {
+  if (child.pid <= 0) return;
+  kill(child.pid, SIGKILL);
+  finish_child(child.pid, child.fd, 0);  // reaps it (and what it left running in its group)
+}
+
+Isolated run_isolated(const std::function<std::string()>& body, double timeout_s) {
+  return finish_isolated(start_isolated(body), timeout_s);
+}
+
+Isolated finish_isolated(StartedChild child, double timeout_s) {
+  Isolated result;
+  const ChildEnd end = finish_child(child.pid, child.fd, timeout_s);
   const int wstatus = end.wait_status;
   if (end.timed_out) {
     result.status = Status::Timeout;

@@ -98,6 +98,9 @@ std::map<std::string, std::pair<Slot, DType>> g_test_owner;  // "Suite.Test" -> 
 std::map<std::pair<Slot, DType>, bool> g_not_implemented;
 std::map<Slot, std::string> g_compile_error;          // slot -> why (SCANGRADE_COMPILE_ERRORS)
 std::map<Slot, std::size_t> g_timeouts_in_a_row;      // the stop rule (kStopAfterTimeouts)
+#ifdef SCANGRADE_EMULATED
+std::map<std::string, Case> g_runnable;  // "Suite.Test" -> its case, when it runs a kernel
+#endif
 std::string g_program = "scangrade_student_test";      // argv[0], for the rerun command
 
 /// `text` broken into lines of at most `width` columns (at spaces where possible), each line after
@@ -305,6 +308,9 @@ std::vector<KernelParam> params_for(Slot slot) {
         }
         params.push_back({c, "", ""});
         g_test_owner[suite_name + ".Case/" + case_label(c)] = {slot, dtype};
+#ifdef SCANGRADE_EMULATED
+        if (c.n <= kEmulationMaxN) g_runnable[suite_name + ".Case/" + case_label(c)] = c;
+#endif
       }
     }
     // One line per slot when nothing is written yet; one per dtype when only one is missing.
@@ -335,18 +341,101 @@ std::string g_broken_by;  // the case that left the CUDA context unusable, if an
 
 #ifdef SCANGRADE_EMULATED
 /// Emulated: the case runs in a forked child (a spinning kernel or a segfault costs only this
-/// case) under several thread orders (emulated_run.h).
+/// case) under several thread orders (emulated_run.h). The child makes the input and the oracle's
+/// result too, so that several cases can run at once (see Prefetch).
 template <typename T>
-Verdict run_case(const Case& c) {
+std::string case_in_child(const Case& c) {
   const std::vector<T> input = make_input<T>(c);
   const std::vector<double> expected = oracle_scan(input, c.kind);
-  const ScanFn<T> fn = implementation().get<T>(c.slot, c.kind);
-  const Isolated child = run_isolated(
-      [&] {
-        const Verdict v = judge(c, input, expected, run_emulated(fn, input));
-        return std::string(name(v.status)) + "\n" + v.message;
-      },
-      default_deadline_s(c.n, true));
+  const Verdict v = judge(c, input, expected, run_emulated(implementation().get<T>(c.slot, c.kind), input));
+  return std::string(name(v.status)) + "\n" + v.message;
+}
+
+StartedChild start_case(const Case& c) {
+  return start_isolated([c] { return c.dtype == DType::Int32 ? case_in_child<std::int32_t>(c) : case_in_child<float>(c); });
+}
+
+
+/// SCANGRADE_TEST_JOBS=J (set by `make test`'s driver from --jobs): up to J cases' children run at
+/// once. The tests still run one after another in GoogleTest's order (the screen, the stop rule and
+/// every verdict as with J = 1): while a case's child is awaited, the children of the next cases in
+/// that order are already running; a started case that the stop rule then does not run is killed.
+/// Each child's deadline counts from when its result is awaited, as without prefetching. Off (J = 1)
+/// under --gtest_shuffle or --gtest_repeat, whose order is not known ahead.
+class Prefetch {
+ public:
+  static Prefetch& get() {
+    static Prefetch p;
+    return p;
+  }
+
+  Isolated run(const std::string& test, const Case& c) {
+    if (!planned_) plan();
+    top_up(test);
+    const double deadline = default_deadline_s(c.n, true);
+    const auto it = started_.find(test);
+    if (it == started_.end()) return finish_isolated(start_case(c), deadline);
+    const StartedChild child = it->second;
+    started_.erase(it);
+    return finish_isolated(child, deadline);
+  }
+
+  ~Prefetch() {  // cases started that never ran (--gtest_fail_fast stopped early): not left running
+    for (const auto& [test, child] : started_) abandon_isolated(child);
+  }
+
+  /// A case that will not run after all (the stop rule): its child, if started, is killed.
+  void drop(const std::string& test) {
+    if (const auto it = started_.find(test); it != started_.end()) {
+      abandon_isolated(it->second);
+      started_.erase(it);
+    }
+  }
+
+ private:
+  void plan() {
+    planned_ = true;
+    const char* env = std::getenv("SCANGRADE_TEST_JOBS");
+    if (env != nullptr) jobs_ = std::max(1L, std::strtol(env, nullptr, 10));
+    if (GTEST_FLAG_GET(shuffle) || GTEST_FLAG_GET(repeat) != 1) jobs_ = 1;
+    if (jobs_ <= 1) return;
+    const ::testing::UnitTest& unit = *::testing::UnitTest::GetInstance();
+    for (int i = 0; i < unit.total_test_suite_count(); ++i) {
+      const ::testing::TestSuite& suite = *unit.GetTestSuite(i);
+      if (!suite.should_run()) continue;
+      for (int j = 0; j < suite.total_test_count(); ++j) {
+        const ::testing::TestInfo& info = *suite.GetTestInfo(j);
+        const std::string test = std::string(info.test_suite_name()) + "." + info.name();
+        if (info.should_run() && g_runnable.count(test)) order_.push_back(test);
+      }
+    }
+  }
+
+  /// Starts the children of the cases after `test` in the planned order, up to jobs_ at once.
+  void top_up(const std::string& test) {
+    if (jobs_ <= 1) return;
+    const auto at = std::find(order_.begin(), order_.end(), test);
+    if (at == order_.end()) return;
+    for (auto next = at; next != order_.end() && started_.size() < jobs_; ++next) {
+      if (started_.count(*next) || done_.count(*next)) continue;
+      const Case& c = g_runnable.at(*next);
+      if (g_timeouts_in_a_row[c.slot] > 0) break;  // a slot timing out: no guessing past its stop rule
+      started_[*next] = start_case(c);
+    }
+    done_.insert(test);
+  }
+
+  bool planned_ = false;
+  std::size_t jobs_ = 1;
+  std::vector<std::string> order_;
+  std::map<std::string, StartedChild> started_;
+  std::set<std::string> done_;
+};
+
+template <typename T>
+Verdict run_case(const Case& c) {
+  const ::testing::TestInfo& info = *::testing::UnitTest::GetInstance()->current_test_info();
+  const Isolated child = Prefetch::get().run(std::string(info.test_suite_name()) + "." + info.name(), c);
   if (!child.finished) return {child.status, c.id + ": " + child.message};
   const auto split = child.payload.find('\n');
   const std::optional<Status> status = parse_status(child.payload.substr(0, split));
@@ -409,6 +498,10 @@ TEST_P(Kernel, Case) {
   // timeouts without running (each would wait out its deadline)
   std::size_t& timeouts = g_timeouts_in_a_row[c.slot];
   if (timeouts >= kStopAfterTimeouts) {
+#ifdef SCANGRADE_EMULATED
+    Prefetch::get().drop(std::string(::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()) +
+                         "." + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+#endif
     ++timeouts;
     record(p, Status::Timeout, c.id + ": not run: the " + std::to_string(kStopAfterTimeouts) +
                                    " previous cases of this slot timed out (the grader, too, stops a slot after " +

@@ -2,6 +2,8 @@
 // forked child with a deadline contains hangs and crashes. Compiled into emulated builds only.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -46,5 +48,18 @@ struct Isolated {
 /// Runs body() in a forked child with a deadline; the child's return value comes back through a
 /// pipe. A child that runs past the deadline is killed (Timeout); one that dies is a Crash.
 Isolated run_isolated(const std::function<std::string()>& body, double timeout_s);
+
+/// run_isolated in two steps, so that several children can run at once (the kernel tests run the
+/// next cases while they wait for one): start_isolated forks the child and returns at once;
+/// finish_isolated waits for it, the deadline counted from that call (a child started early never
+/// has less time than run_isolated gives it); abandon_isolated kills and reaps one whose result is
+/// not wanted.
+struct StartedChild {
+  pid_t pid = -1;
+  int fd = -1;  // read end of the child's pipe
+};
+StartedChild start_isolated(const std::function<std::string()>& body);
+Isolated finish_isolated(StartedChild child, double timeout_s);
+void abandon_isolated(StartedChild child);
 
 }  // namespace scangrade
