@@ -203,6 +203,12 @@ def main(argv: list[str] | None = None) -> int:
             print("\nmake test: the build failed with the stand-ins linked: please report it")
             return EXIT_BROKEN
 
+    # what the build did with the per-machine emulation runtime (harness/cmake/runtime_cache.cmake), once
+    note = build / "runtime-cache.note"
+    if note.is_file():
+        print(note.read_text().strip())
+        note.unlink()
+
     # 3. run
     env = dict(os.environ)
     env["SCANGRADE_COMPILE_ERRORS"] = ";".join(f"{s}={why}" for s, why in sorted(errors.items()))
