@@ -145,6 +145,10 @@ fi
 
 if run_repro; then
 step "timing: fresh input per call, paired reference (pytest), its cost, the ratio's reproducibility"
+if ! python3 -c 'import jsonschema' 2>/dev/null && ls .deps/whl/*.whl >/dev/null 2>&1; then   # carried wheels (no network)
+  python3 -m pip install -q --no-index --no-deps --target "$BUILD/site" .deps/whl/*.whl >/dev/null 2>&1 \
+    && export PYTHONPATH="$PWD/$BUILD/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
 python3 -m pytest -q -p no:cacheprovider grading/tests/test_gpu_timing.py >"$LOGS/gpu-timing.log" 2>&1
 repro_rc=$?
 "$BUILD/scangrade_bench_fresh_input" >"$LOGS/fresh-input.log" 2>&1 || repro_rc=1
