@@ -149,7 +149,7 @@ if ! python3 -c 'import jsonschema' 2>/dev/null && ls .deps/whl/*.whl >/dev/null
   python3 -m pip install -q --no-index --no-deps --target "$BUILD/site" .deps/whl/*.whl >/dev/null 2>&1 \
     && export PYTHONPATH="$PWD/$BUILD/site${PYTHONPATH:+:$PYTHONPATH}"
 fi
-python3 -m pytest -q -p no:cacheprovider grading/tests/test_gpu_timing.py >"$LOGS/gpu-timing.log" 2>&1
+SCANGRADE_BUILD_DIR="$PWD/$BUILD" python3 -m pytest -q -rs -p no:cacheprovider grading/tests/test_gpu_timing.py >"$LOGS/gpu-timing.log" 2>&1
 repro_rc=$?
 "$BUILD/scangrade_bench_fresh_input" >"$LOGS/fresh-input.log" 2>&1 || repro_rc=1
 python3 tools/bench_repro.py "${REPRO_SUBMISSION:-grading/gallery/correct_recursive_malloc_async}" --backend gpu \
