@@ -196,12 +196,13 @@ def print_files(title: str, rows: list[FileResult], ptx: list[str]) -> None:
 def whole_build(build_dir: Path, submission: Path, jobs: int, sandbox: str) -> dict:
     import grader_package  # noqa: F401  (the grader's own package)
     from scangrade import build as b   # noqa: E402  (the grader's own package)
+    from scangrade import build_tools   # noqa: E402  (every tool of the build runs through its run_tool)
     from scangrade.submission import load_submission   # noqa: E402
 
     recipe = b.Recipe.from_toolchain(b.read_toolchain(build_dir), "gpu", sandbox=sandbox)
     steps: dict[str, list[float]] = {}
     lock = threading.Lock()
-    real_run_tool = b.run_tool
+    real_run_tool = build_tools.run_tool
 
     def kind(cmd: list[str]) -> str:
         argv = list(map(str, cmd))
@@ -227,14 +228,14 @@ def whole_build(build_dir: Path, submission: Path, jobs: int, sandbox: str) -> d
                 s[2] += (after.children_user - before.children_user) + (after.children_system - before.children_system)
         return run
 
-    b.run_tool = counted
+    build_tools.run_tool = counted
     try:
         with tempfile.TemporaryDirectory(prefix="bench_compile_") as tmp, load_submission(submission) as sub:
             t0, c0 = time.monotonic(), os.times()
             result = b.build(sub, recipe, Path(tmp) / "out", jobs)
             t1, c1 = time.monotonic(), os.times()
     finally:
-        b.run_tool = real_run_tool
+        build_tools.run_tool = real_run_tool
     return {"submission": str(submission), "status": result.status, "jobs": jobs,
             "wall_s": round(t1 - t0, 3),
             "cpu_s": round((c1.children_user - c0.children_user) + (c1.children_system - c0.children_system), 3),

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from conftest import NVCC, REAL_TOOLCHAIN, REPO, assert_valid, fake_sandbox, load_schema, make_submission, starter_files
-from scangrade import build
+from scangrade import build, build_compile, build_tools
 from scangrade.build import Recipe, ToolchainError, read_toolchain, stub_source
 from scangrade.submission import load_submission
 from scangrade.vocab import SLOTS
@@ -435,7 +435,7 @@ def test_scan_object_does_not_read_again_after_a_timeout(tmp_path, monkeypatch):
         calls.append(cmd)
         return build.Run(None, "", 30.0)
 
-    monkeypatch.setattr(build, "run_tool", timed_out)
+    monkeypatch.setattr(build_tools, "run_tool", timed_out)
     with pytest.raises(ToolchainError, match=r"nm could not read slot\.o \(timed out after 30 s\)"):
         build.scan_object(recipe, obj, tmp_path, 30)
     assert len(calls) == 1, "a read that timed out is not tried again (it would spend the time twice)"
@@ -444,7 +444,7 @@ def test_scan_object_does_not_read_again_after_a_timeout(tmp_path, monkeypatch):
 def test_a_stub_that_timed_out_is_not_compiled_again(tmp_path, fake_build_dir, monkeypatch):
     """A timed-out stub compile is not tried again (that would only spend the submission's time twice)."""
     compiled = []
-    real = build._compile_unit
+    real = build_compile.compile_unit
 
     def stubs_time_out(recipe, unit, *args):
         if not unit.stub:
@@ -453,7 +453,7 @@ def test_a_stub_that_timed_out_is_not_compiled_again(tmp_path, fake_build_dir, m
         unit.run = build.Run(None, "compiler timed out\n", 1.0)
         return unit
 
-    monkeypatch.setattr(build, "_compile_unit", stubs_time_out)
+    monkeypatch.setattr(build_compile, "compile_unit", stubs_time_out)
     sub = make_submission(tmp_path / "s", {f"student/{s}.cu": GOOD for s in SLOTS if s != "blelloch"})
     result, _ = run_build(sub, fake_build_dir, tmp_path / "out")
     assert result.harness_errors, "a stub that never compiles is a broken toolchain"

@@ -143,7 +143,7 @@ def test_nvcc_compiles_a_folder_of_any_name(tmp_path):
         with load_submission(root) as sub:
             units = [build.Unit(f"student/{p.name}", Path("student") / p.name,
                                 tmp_path / f"obj{i}" / f"{p.stem}.o", slot) for slot, p in sub.slot_files.items()]
-            build._compile_all(recipe, units, sub.student_dir, sub.root, 2, build.COMPILE_TIMEOUT_S)
+            build.compile_all(recipe, units, sub.student_dir, sub.root, 2, build.COMPILE_TIMEOUT_S)
         for u in units:
             assert u.ok, (name, u.display, normalize_log(u.run.output if u.run else "", root))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NVCC, REPO
-from scangrade import build, policy
+from scangrade import build, build_compile, policy
 
 CXX = shutil.which("c++") or shutil.which("g++")
 BINUTILS = all(shutil.which(t) for t in ("nm", "readelf", "objdump"))
@@ -50,7 +50,7 @@ def compile_student(tmp_path: Path, backend: str, files: dict[str, str], name: s
             (student / rel).write_text(text)
     unit = build.Unit(f"student/{name}", Path("student") / name, tmp_path / "obj" / backend / f"{Path(name).stem}.o",
                       Path(name).stem if Path(name).stem in build.SLOT_FUNCTIONS else None)
-    build._compile_unit(recipe(backend), unit, student, student.parent, 600)
+    build_compile.compile_unit(recipe(backend), unit, student, student.parent, 600)
     assert unit.harness_error is None, unit.harness_error
     return unit
 
@@ -196,7 +196,7 @@ HONEST = [(entry, f) for entry in sorted(p.name for p in GALLERY.glob("correct_*
 def honest_unit(tmp_path, backend, entry, name):
     student = REPO / "reference" if entry == "reference" else GALLERY / entry / "student"
     unit = build.Unit(f"student/{name}", Path(name), tmp_path / "obj" / f"{Path(name).stem}.o", Path(name).stem)
-    build._compile_unit(recipe(backend), unit, student, student, 600)
+    build_compile.compile_unit(recipe(backend), unit, student, student, 600)
     assert unit.harness_error is None, unit.harness_error
     assert unit.ok, unit.run.output
     # the reference is the harness's: it defines its functions in scangrade::reference and, emulated, reads
