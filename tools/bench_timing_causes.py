@@ -196,7 +196,8 @@ def perf_suite(n: int, dest: Path) -> Path:
     return dest
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[Cause]]:
+    """The options and the causes chosen (exit 2 on a usage error)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("submission", nargs="?", type=Path, default=DEFAULT_SUBMISSION)
@@ -216,7 +217,60 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--causes from {[c.name for c in CAUSES]} (unknown: {sorted(unknown)}), --runs >= 2")
     if not args.submission.exists():
         ap.error(f"{args.submission} does not exist")
+    return args, chosen
 
+
+def compile_worker(args: argparse.Namespace, suite: Path, built: Path) -> bool:
+    """grade.py compiles the submission's worker into `built` once (not in a dry run); False: it failed."""
+    grade = [sys.executable, str(GRADING / "grade.py"), str(args.submission), "--suite", str(suite), "--out",
+             str(built), "--backend", "gpu", "--build-dir", str(args.build_dir), "--formats", "none", "--quiet"]
+    print("$ " + " ".join(grade), flush=True)
+    if not args.dry_run:
+        env = {k: v for k, v in os.environ.items() if k != ENV}
+        code = subprocess.run(grade, env=env, timeout=1800).returncode
+        if code not in (0, 1) or not (built / "worker").exists():
+            print(f"bench_timing_causes: grading the submission failed (exit {code})", file=sys.stderr)
+            return False
+    return True
+
+
+def grade_cause(cause: Cause, args: argparse.Namespace, judge: Path, built: Path, suite: Path,
+                work: Path) -> tuple[list[dict], bool]:
+    """The judge grades the worker --runs times under the cause: the runs' results.json documents, and
+    whether a run failed."""
+    from scangrade.grade import judge_command
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    if cause.variation:
+        env[ENV] = cause.variation
+    failed = False
+    background = [] if args.dry_run else start_background(cause.background, args.build_dir)
+    docs = []
+    try:
+        for k in range(args.runs):
+            out = work / cause.name / f"run{k}"
+            cmd = judge_command(judge, built / "worker", out, f"{cause.name}-{k}", args.submission, "gpu",
+                                [suite], [], None, 900, None,
+                                ["--sandbox", "auto", "--case-cache", str(work / "case-cache")])
+            print(("$ " + (f"{ENV}={cause.variation} " if cause.variation else "") +
+                   (f"[{cause.background} load] " if cause.background else "") + " ".join(cmd)), flush=True)
+            if args.dry_run:
+                continue
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(built / "build.json", out / "build.json")
+            code = subprocess.run(cmd, env=env, timeout=1800, stdout=subprocess.DEVNULL).returncode
+            results = out / "results.json"
+            if code not in (0, 1) or not results.is_file():
+                print(f"bench_timing_causes: {cause.name} run {k}: the judge exited {code}", file=sys.stderr)
+                failed = True
+                continue
+            docs.append(json.loads(results.read_text()))
+    finally:
+        stop_background(background)
+    return docs, failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, chosen = parse_args(argv)
     backend = args.backend
     if backend == "auto":
         from scangrade.grade import detect_backend
@@ -231,17 +285,10 @@ def main(argv: list[str] | None = None) -> int:
     (work / "case-cache").mkdir(mode=0o700, exist_ok=True)   # the cases' inputs, made once for every run
     suite = perf_suite(args.n, work / "perf-suite.json")
     built = work / "built"
-    grade = [sys.executable, str(GRADING / "grade.py"), str(args.submission), "--suite", str(suite), "--out",
-             str(built), "--backend", "gpu", "--build-dir", str(args.build_dir), "--formats", "none", "--quiet"]
-    print("$ " + " ".join(grade), flush=True)
-    if not args.dry_run:
-        env = {k: v for k, v in os.environ.items() if k != ENV}
-        code = subprocess.run(grade, env=env, timeout=1800).returncode
-        if code not in (0, 1) or not (built / "worker").exists():
-            print(f"bench_timing_causes: grading the submission failed (exit {code})", file=sys.stderr)
-            return 1
+    if not compile_worker(args, suite, built):
+        return 1
 
-    from scangrade.grade import judge_command, read_toolchain
+    from scangrade.grade import read_toolchain
     judge = Path(read_toolchain(args.build_dir).get("judge") or "scangrade_judge") if not args.dry_run else Path("judge")
     failed = False
     rows: list[Row] = []
@@ -250,33 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         if time.monotonic() - start > args.max_s:
             print(f"bench_timing_causes: {cause.name} skipped (past --max-s {args.max_s:g} s)")
             continue
-        env = {k: v for k, v in os.environ.items() if k != ENV}
-        if cause.variation:
-            env[ENV] = cause.variation
         before = clocks() if not args.dry_run else ""
-        background = [] if args.dry_run else start_background(cause.background, args.build_dir)
-        docs = []
-        try:
-            for k in range(args.runs):
-                out = work / cause.name / f"run{k}"
-                cmd = judge_command(judge, built / "worker", out, f"{cause.name}-{k}", args.submission, "gpu",
-                                    [suite], [], None, 900, None,
-                                    ["--sandbox", "auto", "--case-cache", str(work / "case-cache")])
-                print(("$ " + (f"{ENV}={cause.variation} " if cause.variation else "") +
-                       (f"[{cause.background} load] " if cause.background else "") + " ".join(cmd)), flush=True)
-                if args.dry_run:
-                    continue
-                out.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(built / "build.json", out / "build.json")
-                code = subprocess.run(cmd, env=env, timeout=1800, stdout=subprocess.DEVNULL).returncode
-                results = out / "results.json"
-                if code not in (0, 1) or not results.is_file():
-                    print(f"bench_timing_causes: {cause.name} run {k}: the judge exited {code}", file=sys.stderr)
-                    failed = True
-                    continue
-                docs.append(json.loads(results.read_text()))
-        finally:
-            stop_background(background)
+        docs, run_failed = grade_cause(cause, args, judge, built, suite, work)
+        failed = failed or run_failed
         if not args.dry_run:
             rows += rows_for(cause, docs, f"{before} -> {clocks()}")
     if args.dry_run:
@@ -287,7 +310,6 @@ def main(argv: list[str] | None = None) -> int:
         print(row.line())
     print(f"(targets for the batch and alone: CV <= 1.5%, max/min <= 1.05; results in {work})")
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

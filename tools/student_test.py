@@ -140,6 +140,47 @@ def shown(path_text: str) -> str:
     return path_text.replace(str(ROOT) + "/", "")
 
 
+def compile_errors(output: str) -> tuple[dict[str, str], int | None]:
+    """Print each student file's compile errors from the failed build's output: the slots to link a
+    stand-in for (slot -> why), or the exit status when no slot can be tested."""
+    emulated, nvcc = failed_files(output)
+    failed = emulated | nvcc
+    helpers = sorted(f for f in failed if f not in SLOTS)
+    if not failed:
+        print(shown(output[-6000:]), end="")
+        print("\nmake test: the build failed outside your files (see above): not your code; please report it")
+        return {}, EXIT_BROKEN
+    nvcc_only = nvcc - emulated
+    for f in sorted(failed):
+        by = " by nvcc (the GPU grader's compiler; the emulated build accepts it)" if f in nvcc_only else ""
+        print(f"\ncompile error in student/{f}.cu{by}:")
+        for line in student_errors(output, f)[:ERROR_LINES]:
+            print("  " + shown(line))
+    if helpers:
+        print(f"\nstudent/{helpers[0]}.cu is a helper file, compiled into every slot: no slot can be tested "
+              "(the grader gives every slot compile_error)")
+        return {}, EXIT_FAILED
+    return {f: ("nvcc rejects it (the GPU grader's compiler)" if f in nvcc_only else
+                "it does not compile") + ", see the compiler's message above" for f in failed}, None
+
+
+def run_tests(program: Path, args: argparse.Namespace, errors: dict[str, str]) -> int:
+    """The kernel tests, told which slots did not compile (they fail)."""
+    env = dict(os.environ)
+    env["SCANGRADE_COMPILE_ERRORS"] = ";".join(f"{s}={why}" for s, why in sorted(errors.items()))
+    # emulated cases run in forked children: up to --jobs of them at once, the screen as with one
+    env.setdefault("SCANGRADE_TEST_JOBS", str(max(1, args.jobs)))
+    try:  # the program as the rerun commands name it: relative to where make runs
+        shown_program = str(program.relative_to(Path.cwd()))
+    except ValueError:
+        shown_program = str(program)
+    cmd = [shown_program] + ([f"--suite={args.suite}"] if args.suite else []) + args.gtest
+    rc = subprocess.run(cmd, env=env, executable=str(program)).returncode
+    if rc == 0 and errors:
+        return EXIT_FAILED
+    return EXIT_FAILED if rc != 0 else EXIT_PASSED
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      epilog="Exit status: 0 passed, 1 failed or compile error, 2 layout error, "
@@ -173,27 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     first = build_targets(build, targets, args.jobs)
     errors: dict[str, str] = {}  # slot -> why
     if first.returncode != 0:
-        output = first.stdout + first.stderr
-        emulated, nvcc = failed_files(output)
-        failed = emulated | nvcc
-        helpers = sorted(f for f in failed if f not in SLOTS)
-        if not failed:
-            print(shown(output[-6000:]), end="")
-            print("\nmake test: the build failed outside your files (see above): not your code; please report it")
-            return EXIT_BROKEN
-        nvcc_only = nvcc - emulated
-        for f in sorted(failed):
-            by = " by nvcc (the GPU grader's compiler; the emulated build accepts it)" if f in nvcc_only else ""
-            print(f"\ncompile error in student/{f}.cu{by}:")
-            for line in student_errors(output, f)[:ERROR_LINES]:
-                print("  " + shown(line))
-        if helpers:
-            print(f"\nstudent/{helpers[0]}.cu is a helper file, compiled into every slot: no slot can be tested "
-                  "(the grader gives every slot compile_error)")
-            return EXIT_FAILED
-        for f in failed:
-            errors[f] = ("nvcc rejects it (the GPU grader's compiler)" if f in nvcc_only else
-                         "it does not compile") + ", see the compiler's message above"
+        errors, stop = compile_errors(first.stdout + first.stderr)
+        if stop is not None:
+            return stop
         print(f"\ntesting the other slots; {', '.join(sorted(errors))}: a not-implemented stand-in is linked instead")
         if not configure_stubs(build, sorted(errors)):
             return EXIT_BROKEN
@@ -210,19 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         note.unlink()
 
     # 3. run
-    env = dict(os.environ)
-    env["SCANGRADE_COMPILE_ERRORS"] = ";".join(f"{s}={why}" for s, why in sorted(errors.items()))
-    # emulated cases run in forked children: up to --jobs of them at once, the screen as with one
-    env.setdefault("SCANGRADE_TEST_JOBS", str(max(1, args.jobs)))
-    try:  # the program as the rerun commands name it: relative to where make runs
-        shown_program = str((build / program).relative_to(Path.cwd()))
-    except ValueError:
-        shown_program = str(build / program)
-    cmd = [shown_program] + ([f"--suite={args.suite}"] if args.suite else []) + args.gtest
-    rc = subprocess.run(cmd, env=env, executable=str(build / program)).returncode
-    if rc == 0 and errors:
-        return EXIT_FAILED
-    return EXIT_FAILED if rc != 0 else EXIT_PASSED
+    return run_tests(build / program, args, errors)
 
 
 if __name__ == "__main__":
