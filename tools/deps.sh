@@ -17,6 +17,10 @@ optional=()
 have_sbin() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
 { have_sbin slurmctld && have_sbin slurmd && command -v sbatch >/dev/null; } || optional+=(slurm-wlm)
 { have_sbin munged && have_sbin mungekey; } || optional+=(munge)
+# Optional: podman, runc and debootstrap for grading/tests/test_container_images.py (the PrairieLearn image
+# built and run on a debootstrapped Debian base); installed when root, else that test skips.
+containers=()
+{ command -v podman >/dev/null && have_sbin runc && have_sbin debootstrap; } || containers+=(podman runc debootstrap)
 
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "deps: nvcc not found: install the CUDA toolkit (12.x or 13.x) and put its bin/ on PATH" >&2
@@ -35,6 +39,15 @@ if [ ${#optional[@]} -gt 0 ]; then
         "${optional[@]}" >/dev/null; } || echo "deps: warning: could not install ${optional[*]}: the Slurm tests will skip" >&2
   else
     echo "deps: note: ${optional[*]} not installed: the Slurm tests will skip (sudo apt-get install -y ${optional[*]})" >&2
+  fi
+fi
+if [ ${#containers[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "deps: installing ${containers[*]} (the container image test)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${containers[@]}" >/dev/null; } \
+      || echo "deps: warning: could not install ${containers[*]}: the container image test will skip" >&2
+  else
+    echo "deps: note: ${containers[*]} not installed: the container image test will skip (sudo apt-get install -y ${containers[*]})" >&2
   fi
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -122,7 +122,7 @@ def judged(counter: Path) -> list[str]:
 
 
 class TagBalance(HTMLParser):
-    VOID = {"meta", "br", "img", "hr", "input", "link", "line", "rect", "path", "circle"}
+    VOID = {"meta", "br", "wbr", "img", "hr", "input", "link", "line", "rect", "path", "circle"}
 
     def __init__(self) -> None:
         super().__init__()

@@ -106,3 +106,9 @@ def test_report_section_and_phone_layout(tmp_path):
     assert "slowest: " in text and "fastest: " in text
     assert '<meta name="viewport" content="width=device-width' in text
     assert "@media (max-width: 760px)" in text and 'class="subs cards"' in text and 'data-label="student"' in text
+    # seen in Chromium (grading/docs/screenshots): the per-case table scrolls sideways in its box on a phone
+    # instead of breaking ids letter by letter (20,000 px tall at 390 px); at 1,200 px the submissions table
+    # fits without squeezing raw names or breaking file names (column names break after an underscore)
+    assert '<table class="cases">' in text and "table.cases td { white-space: nowrap;" in text
+    assert 'class="files"' in text and "table.subs td.files a { display: inline-block; white-space: nowrap;" in text
+    assert "<th>hillis_<wbr>steele</th>" in text and "table.subs td.rawname { min-width: 12em; }" in text

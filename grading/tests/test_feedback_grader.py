@@ -21,7 +21,7 @@ def test_the_tree_leaves_out_every_solution_and_secret(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     files = [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()]
-    assert files and not [f for f in files if f.startswith(("reference/", "grading/gallery/", "harness/emulation/tests/"))]
+    assert files and not [f for f in files if f.startswith(("reference/", "grading/gallery/", "grading/docs/", "harness/emulation/tests/"))]
     assert not [f for f in files if f.startswith("testcases/") and f not in ("testcases/public.json", "testcases/generate.py")]
     assert "grading/grader.cmake" in files and "student/hierarchical.cu" in files
 

@@ -104,7 +104,8 @@ def test_forbidden_files_absent(tarball):
     assert sorted(p for p in files if p.startswith("student/")) == sorted(f"student/{s}.cu" for s in SLOTS)
     # the student's deps.sh installs nothing and asks for no sandbox, Slurm or CUDA toolkit
     deps = files["tools/deps.sh"]
-    for word in (b"requirements-dev.txt", b"pip ", b"apt-get update", b"command -v bwrap", b"slurm", b"command -v nvcc"):
+    for word in (b"requirements-dev.txt", b"pip ", b"apt-get update", b"command -v bwrap", b"slurm", b"podman",
+                 b"command -v nvcc"):
         assert word not in deps, word
     assert not any(l.lstrip().startswith((b"apt-get", b"sudo")) for l in deps.splitlines())
 

@@ -240,7 +240,7 @@ def test_bundle_layout_and_contents(tmp_path):
                    "grading/platforms/gradescope/run_autograder.py", "grading/scangrade/platforms/common.py",
                    "student/hillis_steele.cu", "reference/hierarchical.cu"):
         assert needed in names, needed
-    forbidden = [n for n in names if n.startswith((".git", "build/", "grading/tests/", "grading/gallery/"))
+    forbidden = [n for n in names if n.startswith((".git", "build/", "grading/tests/", "grading/gallery/", "grading/docs/"))
                  or "__pycache__" in n or n.endswith((".pyc", ".o", ".a"))
                  or n.startswith(("hidden/", "grading-results/"))
                  or (n.startswith("testcases/") and n != "testcases/public.json")]

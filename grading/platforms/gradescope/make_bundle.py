@@ -9,7 +9,7 @@ What goes in: the sources the build and grade.py need (CMakeLists.txt, harness/,
 model solutions are fine here, students never see this zip --, student/ starter files, the public
 suite, grading/*.py and schemas, grading/platforms/), and scangrade-bundle.json, the settings that
 run_autograder.py reads (suites, hidden suites, secret file, emulation cap, time budget). What never
-goes in: .git, build folders, the gallery, the Python tests, caches, and any suite or secret not
+goes in: .git, build folders, the gallery, the Python tests, the docs' screenshots, caches, and any suite or secret not
 named on the command line (hidden suites go to hidden/, only when given).
 
 Files come from `git ls-files` (tracked and untracked-but-not-ignored) when the tree is a git
@@ -36,7 +36,7 @@ INCLUDE = ("CMakeLists.txt", "Makefile", "harness/", "reference/", "student/", "
            "grading/", "tools/deps.sh")
 # never shipped, wherever they are
 EXCLUDE_PARTS = {".git", "__pycache__", ".pytest_cache", "gallery", "grading-results", ".deps"}
-EXCLUDE_PREFIXES = ("grading/tests/", "build", ".github/", ".ci/")
+EXCLUDE_PREFIXES = ("grading/tests/", "grading/docs/", "build", ".github/", ".ci/")
 EXCLUDE_SUFFIXES = (".pyc", ".pyo", ".o", ".a", ".so", ".zip", ".tar.gz", ".tgz")
 ROOT_SCRIPTS = {"setup.sh": HERE / "setup.sh", "run_autograder": HERE / "run_autograder"}
 
