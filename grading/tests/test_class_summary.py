@@ -111,4 +111,4 @@ def test_report_section_and_phone_layout(tmp_path):
     # fits without squeezing raw names or breaking file names (column names break after an underscore)
     assert '<table class="cases">' in text and "table.cases td { white-space: nowrap;" in text
     assert 'class="files"' in text and "table.subs td.files a { display: inline-block; white-space: nowrap;" in text
-    assert "<th>hillis_<wbr>steele</th>" in text and "table.subs td.rawname { min-width: 12em; }" in text
+    assert "<th>hillis_<wbr>steele</th>" in text and "table.subs td.rawname { min-width: 12em; max-width: 18em; }" in text

@@ -9,8 +9,8 @@ What goes in: the sources the build and grade.py need (CMakeLists.txt, harness/,
 model solutions are fine here, students never see this zip --, student/ starter files, the public
 suite, grading/*.py and schemas, grading/platforms/), and scangrade-bundle.json, the settings that
 run_autograder.py reads (suites, hidden suites, secret file, emulation cap, time budget). What never
-goes in: .git, build folders, the gallery, the Python tests, the docs' screenshots, caches, and any suite or secret not
-named on the command line (hidden suites go to hidden/, only when given).
+goes in: .git, build folders, the gallery, the Python tests, the docs' screenshots, caches, and any
+suite or secret not named on the command line (hidden suites go to hidden/, only when given).
 
 Files come from `git ls-files` (tracked and untracked-but-not-ignored) when the tree is a git
 checkout, else from a walk of the tree; the zip is deterministic (sorted, fixed timestamps).
