@@ -15,7 +15,10 @@ OUT. These things change, everything else is copied verbatim:
   * the body of every __global__ function defined at namespace scope starts with a registration of
     the kernel's address, so that cudaLaunchKernel((void*)kernel, ...) finds the kernel's parameter
     types (template kernels register each instantiation), and a call that names the kernel and its
-    file:line in the emulator's messages (the first thread of each launch records it).
+    file:line in the emulator's messages (the first thread of each launch records it);
+  * a shift in a __device__/__global__ body or a function-like macro's body gets a mark after its
+    operator, `a << __sg_shift << b`, `a >>= __sg_shift >>= b` (the same operator: the same parse),
+    so that a count out of range gives the GPU's value (scangrade/emu_shift.h; see rewrite_shifts).
 
 Local headers included in quotes (found next to the including file, or in INPUT's folder) are copied
 next to OUT as NAME.OUT-STEM.N.SUFFIX, rewritten where they need it, and the #include is pointed at the
@@ -72,6 +75,10 @@ BLOCK_SHARED = "::scangrade::emu::detail::block_shared"
 DYNAMIC_SHARED = "::scangrade::emu::detail::dynamic_shared"
 KERNEL_REGISTERED = "::scangrade::emu::detail::kernel_registered"
 KERNEL_ENTERED = "::scangrade::emu::detail::kernel_entered"
+SHIFT_SITE = "__sg_shift"  # scangrade/emu_shift.h: the shift_site of the place where it is used
+# tokens after a count that make it part of a longer operand (they bind tighter than a shift)
+BINDS_TIGHTER = {"+", "-", "*", "/", "%", "(", "[", ".", "->", "::"}
+INT_LITERAL_RE = re.compile(r"(0[xX][0-9a-fA-F']+|0[bB][01']+|[0-9']+)[uUlLzZ]*")
 
 # identifiers that never name a kernel or a callee: keywords that end or start a statement or a type
 NOT_A_NAME = {
@@ -311,8 +318,9 @@ class Rewriter:
     """Rewrites one file (or, with `in_macro`, one #define body: launches only)."""
 
     def __init__(self, source: Source, display_name: str, include_hook=None,
-                 macros: dict[str, Macro] | None = None, in_macro: bool = False):
+                 macros: dict[str, Macro] | None = None, in_macro: bool = False, macro_shifts: bool = False):
         self.src = source
+        self.macro_shifts = macro_shifts  # in_macro: the body's shifts are device code's too
         self.display = display_name
         self.include_hook = include_hook  # quoted include name -> replacement path or None
         self.macros = {} if macros is None else macros  # function-like macros seen so far
@@ -963,9 +971,10 @@ class Rewriter:
         else:
             self.macros[name] = macro
         body = t.text[body_start:]
-        if "<" not in body:
+        if "<" not in body and ">>" not in body:
             return
-        inner = Rewriter(Source(body, directive_body=True), self.display, in_macro=True)
+        inner = Rewriter(Source(body, directive_body=True), self.display, in_macro=True,
+                         macro_shifts=macro is not None)
         rewritten = inner.run_body()
         if rewritten != body:
             self.edits.append(Edit(t.start + body_start, t.end, rewritten))
@@ -1003,6 +1012,93 @@ class Rewriter:
             elif t.kind == "punct" and t.text in CLOSERS and open_brackets:
                 open_brackets.pop()
             k += 1
+        self.rewrite_shifts()
+
+    # ---- shifts ---------------------------------------------------------------------------------
+
+    def device_bodies(self) -> list[tuple[int, int]]:
+        """(first, last) token indexes of the bodies of the __device__ and __global__ functions (and
+        lambdas); the whole text for the body of a function-like macro, which device code may use."""
+        if self.in_macro:
+            return [(0, len(self.sig) - 1)] if self.macro_shifts else []
+        bodies = []
+        for k, t in enumerate(self.sig):
+            if t.kind != "ident" or t.text not in ("__device__", "__global__"):
+                continue
+            if bodies and bodies[-1][0] < k < bodies[-1][1]:
+                continue  # inside a body already found
+            j = k + 1
+            try:
+                while j < len(self.sig) and self.sig[j].kind != "pp":
+                    if self.is_punct(j, "(") or self.is_punct(j, "["):
+                        j = self.match_forward(j) + 1
+                        continue
+                    if self.is_punct(j, "{"):
+                        bodies.append((j, self.match_forward(j)))
+                        break
+                    if self.sig[j].kind == "punct" and self.sig[j].text in (";", "=", "}", ")", "]"):
+                        break
+                    j += 1
+            except RewriteError:
+                continue  # not a body this understands: its shifts stay as they are
+        return bodies
+
+    def small_literal_count(self, r: int) -> bool:
+        """True when the count at token r is a lone integer literal below 32 (never out of range)."""
+        if not (0 <= r < len(self.sig)) or self.sig[r].kind != "number":
+            return False
+        m = INT_LITERAL_RE.fullmatch(self.sig[r].text)
+        if m is None or (r + 1 < len(self.sig) and self.sig[r + 1].text in BINDS_TIGHTER):
+            return False
+        digits = m.group(1).replace("'", "")
+        try:
+            value = int(digits, 0) if not (len(digits) > 1 and digits[0] == "0" and digits[1].isdigit()) \
+                else int(digits, 8)
+        except ValueError:
+            return False
+        return value < 32
+
+    def shift_at(self, j: int) -> tuple[int, str] | None:
+        """When a shift operator (`<<`, `>>`, `<<=`, `>>=`) starts at token j: (index of its last
+        token, the operator). Launches, `operator<<`, runs of three and template closers are not."""
+        for c in "<>":
+            if not (self.is_punct(j, c) and self.is_punct(j + 1, c) and self.joined(j, j + 1)):
+                continue
+            if (self.is_punct(j - 1, c) and self.joined(j - 1, j)) or (self.is_punct(j + 2, c) and self.joined(j + 1, j + 2)):
+                return None  # <<< or >>>
+            if j > 0 and self.sig[j - 1].kind == "ident" and self.sig[j - 1].text == "operator":
+                return None
+            if c == "<" and self.launch_open(j) is not None:
+                return None
+            if c == ">":
+                try:
+                    self.template_open(j)
+                    return None  # it may close template arguments: left alone
+                except RewriteError:
+                    pass
+            compound = self.is_punct(j + 2, "=") and self.joined(j + 1, j + 2)
+            return (j + 2, c * 2 + "=") if compound else (j + 1, c * 2)
+        return None
+
+    def rewrite_shifts(self) -> None:
+        """Every shift in device code becomes the same operator with a shift_site after it
+        (scangrade/emu_shift.h): `a << b` is `a << SITE << b`, `a <<= b` is `a <<= SITE <<= b`, which
+        the grammar parses as the original (same operator, precedence and associativity), and whose
+        value for a count out of range is the GPU's. A lone literal count below 32 is left alone, and
+        so is a shift inside another edit (a launch's configuration, a __shared__ declaration)."""
+        taken = [(e.start, e.end) for e in self.edits]
+        for first, last in self.device_bodies():
+            j = first
+            while j <= last:
+                found = self.shift_at(j)
+                if found is None:
+                    j += 1
+                    continue
+                end, op = found
+                at = self.sig[end].end
+                if not self.small_literal_count(end + 1) and not any(a <= at <= b for a, b in taken):
+                    self.edits.append(Edit(at, at, f" {SHIFT_SITE} {op}"))
+                j = end + 1
 
     def needs_rewrite(self) -> bool:
         """True when the text has a launch, a __shared__ declaration or a kernel definition."""

@@ -8,7 +8,10 @@
 // operation; the CPU then computes it:
 //   * a shift by a count < 0 or >= the width: the CPU takes the count modulo the width (x86 shl/shr/sar),
 //     the GPU clamps it (PTX shl/shr: x << 32 == 0, unsigned x >> 32 == 0, signed x >> 32 == 0 or -1).
-//     The CPU's value stays: the message says what the GPU gives instead;
+//     The shifts in device code and in function-like macros reach scangrade/emu_shift.h (rewrite.py),
+//     which computes the GPU's value and records it here (record_clamped_shift); a shift GCC's check
+//     still sees (host code, an object-like macro) keeps the CPU's value, and the message says what the
+//     GPU gives instead;
 //   * a float converted to an integer type it does not fit (or NaN): x86 gives 0x80000000 (or the low
 //     bits of a 64-bit conversion), PTX cvt.rzi saturates to the type's range (NaN gives 0). The CPU's
 //     value stays;
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "scangrade/emu_shift.h"
 
 namespace scangrade::emu::detail {
 namespace {
@@ -206,6 +210,22 @@ void __ubsan_handle_divrem_overflow_abort(DivData* data, ValueHandle lhs, ValueH
 }  // extern "C"
 
 namespace scangrade::emu::detail {
+
+// A shift that rewrite.py routed through scangrade/emu_shift.h: its value is already the GPU's.
+void record_clamped_shift(const shift_site& at, bool left, unsigned width, bool is_signed, unsigned long long bits,
+                          long long count) {
+  const std::string type = width == 64 ? (is_signed ? "long" : "unsigned long") : (is_signed ? "int" : "unsigned int");
+  const std::string value = is_signed ? std::to_string(static_cast<long long>(bits)) : std::to_string(bits);
+  const std::string gpu = left ? "0" : is_signed && static_cast<long long>(bits) < 0 ? "-1" : "0";
+  std::string what = "a shift of the " + std::to_string(width) + "-bit " + type + " " + value + " by " +
+                     std::to_string(count) + " bits: undefined in C++ (a shift count must be 0 to " +
+                     std::to_string(width - 1) + "). The GPU clamps the count to the width, and the emulator " +
+                     "computes it the same way: `" + value + (left ? " << " : " >> ") + std::to_string(count) +
+                     "` gave " + gpu + " (a CPU would have taken the count modulo " + std::to_string(width) +
+                     "). C++ promises neither: keep the count below " + std::to_string(width);
+  record(SourceLocation{at.file, at.line, 0}, std::move(what));
+}
+
 namespace {
 
 struct sigaction g_old_fpe;

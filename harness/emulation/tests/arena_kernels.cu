@@ -74,12 +74,16 @@ __global__ void racy_kernel(const int* in, int* out, int n) {
 
 // a double-buffered scan whose load goes through a padded tile with pad(t) = t >> (16 + t % 32): a shift
 // count of 32 or more once t % 32 >= 16, undefined in C++ (0 on the GPU: no padding, a right scan; x86
-// takes the count modulo 32, so some threads' slots collide and which write lands depends on the order)
+// takes the count modulo 32, so some threads' slots collide and which write lands depends on the order).
+// In the kernel's body the emulator computes the GPU's value (rewrite.py); behind an object-like macro,
+// which rewrite.py leaves alone, the CPU's.
+#define SHIFTED_PAD_OF_T (t >> (16 + t % 32))
+template <bool kBehindObjectMacro>
 __global__ void shifted_pad_kernel(const int* in, int* out, int n) {
   __shared__ int tile[2 * kThreads];
   __shared__ int buf[2][kThreads];
   int t = threadIdx.x;
-  int pad = t >> (16 + t % 32);  // arena_kernels.cu:82
+  int pad = kBehindObjectMacro ? SHIFTED_PAD_OF_T : t >> (16 + t % 32);  // arena_kernels.cu:86
   tile[t + pad] = t < n ? in[t] : 0;
   __syncthreads();
   int src = 0;
@@ -226,7 +230,11 @@ void racy_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStr
 }
 
 void shifted_pad_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream) {
-  shifted_pad_kernel<<<1, kThreads, 0, stream>>>(in, out, static_cast<int>(n));
+  shifted_pad_kernel<false><<<1, kThreads, 0, stream>>>(in, out, static_cast<int>(n));
+}
+
+void shifted_pad_macro_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream) {
+  shifted_pad_kernel<true><<<1, kThreads, 0, stream>>>(in, out, static_cast<int>(n));
 }
 
 void null_write_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream) {

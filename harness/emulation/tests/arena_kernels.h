@@ -38,6 +38,7 @@ void correct_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cuda
 void racy_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream);
 // a shift count past the width (undefined) makes the thread orders disagree; no race on a GPU
 void shifted_pad_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream);
+void shifted_pad_macro_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream);
 /// Writes its block total through a null pointer: an illegal address under every thread order.
 void null_write_scan(const std::int32_t* in, std::int32_t* out, std::size_t n, cudaStream_t stream);
 /// Thread 0 sets a shared offset that the others read with no barrier in between: right under

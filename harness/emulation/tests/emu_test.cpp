@@ -303,18 +303,25 @@ TEST_F(Emu, ShiftCountsBelowTheWidthAreNotRecorded) {
   EXPECT_EQ(scangrade::emu::undefined_operations(), "");
 }
 
-TEST_F(Emu, ShiftByTheWidthIsRecordedWithFileLineAndTheGpuValue) {
+TEST_F(Emu, ShiftByTheWidthGivesTheGpuValueAndIsRecordedWithFileLine) {
   scangrade::emu::clear_undefined_operations();
-  emu_test::shift({5, -8}, 32);
+  for (int count : {32, 33, 40, -1}) {
+    // PTX shl/shr clamp the count: x << 32 == 0, unsigned x >> 32 == 0, signed x >> 32 == 0 or -1
+    const emu_test::Shifted s = emu_test::shift({5, -8}, count);
+    EXPECT_EQ(s.left, (std::vector<int>{0, 0})) << count;
+    EXPECT_EQ(s.right_unsigned, (std::vector<unsigned>{0u, 0u})) << count;
+    EXPECT_EQ(s.right_signed, (std::vector<int>{0, -1})) << count;
+  }
   const std::string u = scangrade::emu::undefined_operations();
   for (int line : {10, 11, 12}) EXPECT_TRUE(contains(u, "kernels_undefined.cu:" + std::to_string(line) + ": ")) << u;
   EXPECT_TRUE(contains(u, "a shift of the 32-bit int 5 by 32 bits: undefined in C++")) << u;
-  EXPECT_TRUE(contains(u, "On the GPU the count is clamped to the width: `x << 32` is 0")) << u;
-  EXPECT_TRUE(contains(u, "takes the count modulo 32 (a shift by 0)")) << u;
-  EXPECT_TRUE(contains(u, "[2 times here]")) << u;  // both threads, one line per place
+  EXPECT_TRUE(contains(u, "The GPU clamps the count to the width, and the emulator computes it the same way: "
+                          "`5 << 32` gave 0")) << u;
+  EXPECT_TRUE(contains(u, "a shift of the 32-bit unsigned int 5 by 32 bits")) << u;
+  EXPECT_TRUE(contains(u, "[8 times here]")) << u;  // both threads, four counts, one line per place
   EXPECT_TRUE(contains(u, "shift_kernel")) << u;     // where it ran first
   EXPECT_FALSE(contains(u, "race")) << u;
-  EXPECT_TRUE(scangrade::emu::undefined_operations_differ_from_gpu());
+  EXPECT_FALSE(scangrade::emu::undefined_operations_differ_from_gpu());  // the values are the GPU's
   scangrade::emu::clear_undefined_operations();
   EXPECT_EQ(scangrade::emu::undefined_operations(), "");
 }

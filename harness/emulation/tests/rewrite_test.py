@@ -342,6 +342,57 @@ class RegistrationTest(unittest.TestCase):
                 self.assertIsNone(self.registration(src + "\n"))
 
 
+SITE = "__sg_shift"
+
+
+class ShiftTest(unittest.TestCase):
+    """Shifts in device code: the same operator with a shift_site after it (scangrade/emu_shift.h)."""
+
+    def test_device_function_shifts_are_marked(self):
+        out = body("__device__ unsigned mask(unsigned lanes) { return (1u << lanes) - 1u; }\n")
+        self.assertIn(f"(1u << {SITE} << lanes) - 1u", out)
+        out = body("__global__ void k(int* d, int n) { d[0] = d[1] >> n; d[2] <<= n; d[3] >>= n + 1; }\n")
+        self.assertIn(f"d[1] >> {SITE} >> n;", out)
+        self.assertIn(f"d[2] <<= {SITE} <<= n;", out)
+        self.assertIn(f"d[3] >>= {SITE} >>= n + 1;", out)
+
+    def test_precedence_is_kept(self):
+        # i >> 16 + i >> 8 is (i >> (16 + i)) >> 8: the mark follows each operator, nothing moves
+        out = body("__device__ int pad(int i) { return i >> 16 + i >> 8; }\n")
+        self.assertIn(f"return i >> {SITE} >> 16 + i >> 8;", out)
+
+    def test_host_code_and_small_literal_counts_are_left_alone(self):
+        src = "int host(int a, int n) { return a << n; }\n__device__ int f(int a) { return (a << 3) + (a >> 31); }\n"
+        self.assertEqual(body(src), src)
+
+    def test_template_closers_operators_and_launch_configurations_are_left_alone(self):
+        src = ("__device__ int g(int n) { Box<Box<int>> b; return sizeof(b) + W<W<1>::value>::value; }\n"
+               "struct S { __device__ S& operator<<(int) { return *this; } };\n")
+        self.assertEqual(body(src), src)
+        # a launch in device code (dynamic parallelism): its configuration is the launch's
+        out = body("__global__ void p(int* d, int n) { k<<<n >> 5, 32>>>(d, n); }\n")
+        self.assertIn("launch_config(n >> 5, 32)", out)
+
+    def test_a_comparison_before_a_shift_is_left_alone(self):
+        # `i < n >> 1` could open template arguments: not marked (the CPU's value, as before)
+        src = "__device__ int f(int i, int n) { return i < n >> 1; }\n"
+        self.assertEqual(body(src), src)
+
+    def test_function_like_macros_are_marked_object_like_macros_not(self):
+        out = body("#define PAD(n) ((n) >> BANKS + (n) >> LOG)\n#define MASK ((1 << LOG) - 1)\n")
+        self.assertIn(f"#define PAD(n) ((n) >> {SITE} >> BANKS + (n) >> {SITE} >> LOG)", out)
+        self.assertIn("#define MASK ((1 << LOG) - 1)", out)
+
+    def test_shared_sizes_and_launch_configurations_are_left_alone(self):
+        out = body("__global__ void k(int* d, int n) { __shared__ int s[N + (N >> LOG)]; s[0] = d[0] >> n; }\n")
+        self.assertIn("N + (N >> LOG)", out)
+        self.assertIn(f"d[0] >> {SITE} >> n", out)
+
+    def test_lines_are_preserved(self):
+        src = "__device__ int f(int a,\n int n) {\n return a\n <<\n n; }\n"
+        self.assertEqual(body(src).count("\n"), src.count("\n"))
+
+
 class CommandLineTest(unittest.TestCase):
     def test_error_message_names_file_and_line(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -533,6 +584,52 @@ PARITY_CASES = [
     ("extern_shared_file_scope_redeclared_with_another_type", False,
      "extern __shared__ int sg_file_part2[];\n"
      "__global__ void ky(float* d) { extern __shared__ float sg_file_part2[]; sg_file_part2[0] = d[0]; }"),
+    # shifts in device code go through scangrade/emu_shift.h: every form still compiles
+    ("shifts_of_every_integer_type", True,
+     "enum Bits { kLow = 1 };\n"
+     "__device__ long long shifts(int i, unsigned u, long long l, unsigned long long ul, bool b, char c,\n"
+     "                            unsigned short us, Bits e, int n, unsigned long long un) {\n"
+     "  return (i << n) + (u >> n) + (l << un) + (long long)(ul >> n) + (b << n) + (c >> n) + (us << n)\n"
+     "         + (e << n) + (i >> u) + (l >> (n + 1)) + (1 << n << n) + ((i >> n) >> n);\n"
+     "}"),
+    ("compound_shifts", True,
+     "__device__ void compound(int* d, int n) {\n"
+     "  int a = d[0]; unsigned b = d[1]; volatile int c = d[2]; long long l = 1;\n"
+     "  a <<= n; b >>= n + 1; c <<= n; l <<= n; a >>= b; d[0] = a + (int)b + c + (int)l;\n"
+     "  for (int s = 16; s > 0; s >>= 1) d[s] = s; d[1] <<= n; d[2] = (a <<= n) >> n;\n"
+     "}"),
+    ("shifts_in_constant_expressions", True,
+     "template <int V> struct Vt { static constexpr int value = V; };\n"
+     "__host__ __device__ constexpr int padded(int i, int log) { return i + (i >> log); }\n"
+     "__global__ void kc(int* d, int n) {\n"
+     "  constexpr int kLog = 5;\n"
+     "  int local[1 << kLog]; local[0] = n;\n"
+     "  static_assert((1 << kLog) == 32, \"a constant\");\n"
+     "  switch (n) { case 1 << kLog: d[0] = local[0]; break; default: break; }\n"
+     "  d[1] = Vt<(64 >> kLog)>::value + Vt<padded(64, kLog)>::value;\n"
+     "  __shared__ int s[(1 << kLog) + (32 >> kLog)]; s[0] = n;\n"
+     "}"),
+    ("shifts_beside_templates_and_launches", True,
+     "template <class T> struct Box { T v; };\n"
+     "template <class T> __device__ T twice(T x) { return x << 1; }\n"
+     "__global__ void kb(int* d, int n) {\n"
+     "  Box<Box<int>> b{{n}};\n"
+     "  d[0] = W<W<4>::value>::value >> n; d[1] = static_cast<int>(d[2]) >> n; d[2] = twice<int>(b.v.v) << n;\n"
+     "  if (d[0] < n >> 1 && n > 0) d[3] = sizeof(Box<Box<char>>) << n;\n"
+     "  auto f = [=](int x) { return x >> n; }; d[4] = f(n);\n"
+     "}\n"
+     "void host_launch(int* d, int n) { kb<<<1 << 2, 64 >> 1>>>(d, n << 1); }"),
+    ("shifts_in_a_function_like_macro", True,
+     "#define NUM_BANKS 16\n"
+     "#define LOG_NUM_BANKS 4\n"
+     "#define CONFLICT_FREE_OFFSET(n) ((n) >> NUM_BANKS + (n) >> (2 * LOG_NUM_BANKS))\n"
+     "#define BANK_MASK ((1 << LOG_NUM_BANKS) - 1)\n"
+     "#if BANK_MASK > 8\n"
+     "#define WIDE 1\n"
+     "#endif\n"
+     "__global__ void km(int* d, int n) { int ai = n; ai += CONFLICT_FREE_OFFSET(ai); d[ai & BANK_MASK] = ai; }"),
+    ("shift_of_a_float_is_rejected", False,
+     "__device__ float bad_shift(float x, int n) { return x << n; }"),
 ]
 
 

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "../cuda_runtime_api.h"
+#include "emu_shift.h"
 
 // ---- qualifiers ---------------------------------------------------------------------------------
 
