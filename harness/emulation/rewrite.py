@@ -1100,11 +1100,6 @@ class Rewriter:
                     self.edits.append(Edit(at, at, f" {SHIFT_SITE} {op}"))
                 j = end + 1
 
-    def needs_rewrite(self) -> bool:
-        """True when the text has a launch, a __shared__ declaration or a kernel definition."""
-        self.scan()
-        return bool(self.edits or self.line_inserts)
-
     def apply_edits(self, text: str) -> str:
         # back to front; an edit never overlaps another
         for e in sorted(self.edits, key=lambda e: e.start, reverse=True):
