@@ -17,8 +17,8 @@ OUT. These things change, everything else is copied verbatim:
     types (template kernels register each instantiation), and a call that names the kernel and its
     file:line in the emulator's messages (the first thread of each launch records it);
   * a shift in a __device__/__global__ body or a function-like macro's body gets a mark after its
-    operator, `a << __sg_shift << b`, `a >>= __sg_shift >>= b` (the same operator: the same parse),
-    so that a count out of range gives the GPU's value (scangrade/emu_shift.h; see rewrite_shifts).
+    operator, `a << __sg_shift << b` (the same operator: the same parse), so that a count out of
+    range gives the GPU's value (scangrade/emu_shift.h; see rewrite_shifts).
 
 Local headers included in quotes (found next to the including file, or in INPUT's folder) are copied
 next to OUT as NAME.OUT-STEM.N.SUFFIX, rewritten where they need it, and the #include is pointed at the
@@ -1059,8 +1059,10 @@ class Rewriter:
         return value < 32
 
     def shift_at(self, j: int) -> tuple[int, str] | None:
-        """When a shift operator (`<<`, `>>`, `<<=`, `>>=`) starts at token j: (index of its last
-        token, the operator). Launches, `operator<<`, runs of three and template closers are not."""
+        """When a shift operator (`<<`, `>>`) starts at token j: (index of its last token, the
+        operator). Launches, `operator<<`, runs of three, template closers and the compound
+        assignments `<<=`, `>>=` are not (their left operand may be a bit-field, which no operator
+        function can take by reference: the CPU's value, recorded, as in host code)."""
         for c in "<>":
             if not (self.is_punct(j, c) and self.is_punct(j + 1, c) and self.joined(j, j + 1)):
                 continue
@@ -1076,14 +1078,14 @@ class Rewriter:
                     return None  # it may close template arguments: left alone
                 except RewriteError:
                     pass
-            compound = self.is_punct(j + 2, "=") and self.joined(j + 1, j + 2)
-            return (j + 2, c * 2 + "=") if compound else (j + 1, c * 2)
+            if self.is_punct(j + 2, "=") and self.joined(j + 1, j + 2):
+                return None
+            return j + 1, c * 2
         return None
 
     def rewrite_shifts(self) -> None:
         """Every shift in device code becomes the same operator with a shift_site after it
-        (scangrade/emu_shift.h): `a << b` is `a << SITE << b`, `a <<= b` is `a <<= SITE <<= b`, which
-        the grammar parses as the original (same operator, precedence and associativity), and whose
+        (scangrade/emu_shift.h): `a << b` is `a << SITE << b`, which the grammar parses as the original (same operator, precedence and associativity), and whose
         value for a count out of range is the GPU's. A lone literal count below 32 is left alone, and
         so is a shift inside another edit (a launch's configuration, a __shared__ declaration)."""
         taken = [(e.start, e.end) for e in self.edits]

@@ -8,7 +8,8 @@
 // operator with a mark after it, which keeps the expression's grammar (same operator, same precedence,
 // same associativity):
 //     a << b     becomes   a << SITE << b      (a << SITE) is a shift_operand; (that << b) the shift
-//     a >>= b    becomes   a >>= SITE >>= b    a >>= (SITE >>= b): a shift_count assigned into a
+// (`<<=` and `>>=` are left alone: their left operand may be a bit-field, which no operator function
+// can take by reference)
 // where SITE is __sg_shift, a shift_site{__FILE__, __LINE__} where it is used (the student's file:line
 // through the rewriter's #line; a short name keeps the columns of compiler messages close).
 // A count in range is the C++ shift itself; one out of range gives the GPU's value and is recorded for
@@ -37,12 +38,6 @@ template <class T>
 struct shift_operand {
   T value;
   shift_site at;
-  bool left;
-};
-template <class U>
-struct shift_count {
-  U value;
-  shift_site at;
 };
 
 /// `a << b` (left) or `a >> b`, with the GPU's value for a count out of range.
@@ -65,11 +60,11 @@ constexpr auto gpu_shift(T a, U b, bool left, const shift_site& at) {
 // a << SITE, a >> SITE: an integer left operand is kept for the shift that follows
 template <class T, std::enable_if_t<shift_integer<T>, int> = 0>
 constexpr shift_operand<T> operator<<(T a, shift_site at) {
-  return {a, at, true};
+  return {a, at};
 }
 template <class T, std::enable_if_t<shift_integer<T>, int> = 0>
 constexpr shift_operand<T> operator>>(T a, shift_site at) {
-  return {a, at, false};
+  return {a, at};
 }
 // ... anything else passes through to its own operator
 template <class T, std::enable_if_t<!shift_integer<std::decay_t<T>>, int> = 0>
@@ -97,34 +92,6 @@ constexpr auto operator<<(shift_operand<T> a, U&& b) -> decltype(a.value << stat
 template <class T, class U, std::enable_if_t<!shift_integer<std::decay_t<U>>, int> = 0>
 constexpr auto operator>>(shift_operand<T> a, U&& b) -> decltype(a.value >> static_cast<U&&>(b)) {
   return a.value >> static_cast<U&&>(b);
-}
-
-// a <<= (SITE <<= b), a >>= (SITE >>= b)
-template <class U>
-struct shift_left_count : shift_count<U> {
-  constexpr operator U() const { return this->value; }  // for a class's own operator<<=
-};
-template <class U>
-struct shift_right_count : shift_count<U> {
-  constexpr operator U() const { return this->value; }
-};
-template <class U>
-constexpr shift_left_count<U> operator<<=(shift_site at, U b) {
-  return {{b, at}};
-}
-template <class U>
-constexpr shift_right_count<U> operator>>=(shift_site at, U b) {
-  return {{b, at}};
-}
-template <class T, class U, std::enable_if_t<shift_integer<std::remove_cv_t<T>> && shift_integer<U>, int> = 0>
-constexpr T& operator<<=(T& a, shift_left_count<U> c) {
-  a = static_cast<std::remove_cv_t<T>>(gpu_shift(static_cast<std::remove_cv_t<T>>(a), c.value, true, c.at));
-  return a;
-}
-template <class T, class U, std::enable_if_t<shift_integer<std::remove_cv_t<T>> && shift_integer<U>, int> = 0>
-constexpr T& operator>>=(T& a, shift_right_count<U> c) {
-  a = static_cast<std::remove_cv_t<T>>(gpu_shift(static_cast<std::remove_cv_t<T>>(a), c.value, false, c.at));
-  return a;
 }
 
 }  // namespace scangrade::emu::detail
