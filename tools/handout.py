@@ -65,6 +65,7 @@ ALLOW: list[tuple[str, str]] = [
     ("harness/src/*.cpp", "harness: suites, inputs, oracle, checks, device and emulated runs"),
     ("harness/tests/kernel_tests.cpp", "the kernel tests `make test` runs"),
     ("harness/tests/bind_student.cpp", "binds the kernel tests to student/"),
+    ("harness/tests/default_suite.cpp", "the suite the kernel tests run by default"),
     ("harness/cmake/*.cmake", "the emulation runtime built once per machine and reused (SCANGRADE_CACHE)"),
     ("harness/emulation/CMakeLists.txt", "CPU emulation backend"),
     ("harness/emulation/README.md", "CPU emulation backend"),

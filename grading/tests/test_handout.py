@@ -29,7 +29,7 @@ REQUIRED = [
     "Makefile", "README.md", "CMakeLists.txt", "tools/deps.sh", "testcases/public.json",
     *(f"student/{s}.cu" for s in SLOTS),
     "harness/include/scangrade/student_api.h",
-    "harness/tests/kernel_tests.cpp", "harness/tests/bind_student.cpp",
+    "harness/tests/kernel_tests.cpp", "harness/tests/bind_student.cpp", "harness/tests/default_suite.cpp",
     "harness/src/suite.cpp", "harness/src/emulated_run.cpp",
     "harness/emulation/CMakeLists.txt", "harness/emulation/rewrite.py",
     "harness/emulation/include/cuda_runtime.h", "harness/emulation/src/scheduler.cpp",
@@ -97,7 +97,8 @@ def test_forbidden_files_absent(tarball):
         if path.startswith("testcases/"):
             assert path == "testcases/public.json", f"only the public suite ships, not {path}"
         if path.startswith("harness/tests/"):
-            assert path in ("harness/tests/kernel_tests.cpp", "harness/tests/bind_student.cpp"), path
+            assert path in ("harness/tests/kernel_tests.cpp", "harness/tests/bind_student.cpp",
+                            "harness/tests/default_suite.cpp"), path
     assert json.loads(files["testcases/public.json"])["suite"] == "public"
     for slot in SLOTS:
         assert b"not_implemented(" in files[f"student/{slot}.cu"], f"student/{slot}.cu is not a starter file"
@@ -430,7 +431,7 @@ def cache_dir_in(out: str, verb: str) -> str:
 
 def runtime_objects(build: Path) -> set[str]:
     """The object files this build folder compiled for the emulation runtime's libraries."""
-    dirs = {"scangrade_core.dir", "scangrade_emu.dir", "scangrade_device_emu.dir"}
+    dirs = {"scangrade_core.dir", "scangrade_emu.dir", "scangrade_device_emu.dir", "scangrade_kernel_tests_emu.dir"}
     return {o.name for o in build.rglob("*.o") if dirs & set(o.parts)}
 
 
@@ -461,6 +462,7 @@ def test_handout_as_a_student_without_nvcc(tarball, student_user, student_base):
     assert rc == 0, out[-4000:]
     assert cache_dir_in(out, "reused from") == stored
     assert not runtime_objects(second.root / "build"), "the cached runtime was compiled again"
+    assert "kernel_tests.cpp.o" not in {o.name for o in (second.root / "build").rglob("*.o")}
     assert summary(out) == {(sl, d): "NOT IMPLEMENTED" for sl in SLOTS for d in ("int32", "float32")}, out[-2000:]
     # ... until one of its sources changes: another key, built and stored anew, the old entry untouched
     with open(second.root / "harness/src/names.cpp", "a") as f:

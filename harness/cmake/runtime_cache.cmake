@@ -1,15 +1,16 @@
 # The emulation runtime built once per machine (the student handout's `make test`).
 #
-# scangrade_core, scangrade_emu and scangrade_device_emu take most of a fresh build's time and are the
-# same in every handout. With SCANGRADE_RUNTIME_CACHE=<dir> (the handout's Makefile sets
+# scangrade_core, scangrade_emu, scangrade_device_emu and scangrade_kernel_tests_emu (the kernel tests'
+# body) take most of a fresh build's time and are the same in every handout. With SCANGRADE_RUNTIME_CACHE=<dir> (the handout's Makefile sets
 # ${XDG_CACHE_HOME:-~/.cache}/scangrade), a build that finds them in <dir>/emulation-runtime-<key>/
 # links those archives (IMPORTED targets of the same names) instead of compiling them; a build that
 # does not compiles them and stores them there (scangrade_runtime_store: copied to a private folder,
 # renamed into place, so a half-written entry is never seen). <key> hashes everything the archives
-# are made from: the contents of harness/src, harness/include, harness/emulation/src and include, the
+# are made from: the contents of harness/src, harness/include, harness/emulation/src and include,
+# harness/tests/kernel_tests.cpp, the
 # CMake files that set their flags, the compiler (its path, version and the compiler proper's bytes),
 # the flags and build type, CMake's version, the CUDA toolkit's runtime header (SCANGRADE_CUDA=ON) and
-# the nlohmann/json and Boost headers. Any change gives another key: a stale archive is never linked.
+# the nlohmann/json, GoogleTest and Boost headers. Any change gives another key: a stale archive is never linked.
 # Every input is a configure dependency, so editing one re-runs CMake and recomputes the key. What was
 # done is written to <build>/runtime-cache.note; tools/student_test.py prints it once.
 #
@@ -21,14 +22,14 @@ set(scangrade_runtime_cached OFF)
 set(scangrade_runtime_dir "")
 set(SCANGRADE_RT_PUBLIC PUBLIC)
 set(SCANGRADE_RT_PRIVATE PRIVATE)
-set(SCANGRADE_RUNTIME_LIBRARIES scangrade_core scangrade_emu scangrade_device_emu)
+set(SCANGRADE_RUNTIME_LIBRARIES scangrade_core scangrade_emu scangrade_device_emu scangrade_kernel_tests_emu)
 set(scangrade_runtime_note "${CMAKE_BINARY_DIR}/runtime-cache.note")
 
 if(SCANGRADE_RUNTIME_CACHE AND SCANGRADE_EMULATION)
   file(GLOB_RECURSE scangrade_rt_inputs CONFIGURE_DEPENDS
        "${CMAKE_SOURCE_DIR}/harness/src/*" "${CMAKE_SOURCE_DIR}/harness/include/*"
        "${CMAKE_SOURCE_DIR}/harness/emulation/src/*" "${CMAKE_SOURCE_DIR}/harness/emulation/include/*")
-  list(APPEND scangrade_rt_inputs "${CMAKE_SOURCE_DIR}/CMakeLists.txt"
+  list(APPEND scangrade_rt_inputs "${CMAKE_SOURCE_DIR}/harness/tests/kernel_tests.cpp" "${CMAKE_SOURCE_DIR}/CMakeLists.txt"
        "${CMAKE_SOURCE_DIR}/harness/emulation/CMakeLists.txt" "${CMAKE_CURRENT_LIST_FILE}")
   list(SORT scangrade_rt_inputs)
   set(key_text "cmake ${CMAKE_VERSION}\n")
@@ -58,8 +59,11 @@ if(SCANGRADE_RUNTIME_CACHE AND SCANGRADE_EMULATION)
     string(APPEND key_text "cuda ${CUDAToolkit_VERSION} ${CUDAToolkit_INCLUDE_DIRS}\n")
   endif()
   get_target_property(json_dirs nlohmann_json::nlohmann_json INTERFACE_INCLUDE_DIRECTORIES)
-  foreach(d IN LISTS json_dirs Boost_INCLUDE_DIRS)
-    foreach(h IN ITEMS nlohmann/json.hpp boost/version.hpp boost/context/fiber.hpp)
+  get_target_property(gtest_dirs GTest::gtest INTERFACE_INCLUDE_DIRECTORIES)
+  string(APPEND key_text "gtest ${GTest_VERSION}\n")
+  foreach(d IN LISTS json_dirs gtest_dirs Boost_INCLUDE_DIRS CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
+    foreach(h IN ITEMS nlohmann/json.hpp boost/version.hpp boost/context/fiber.hpp gtest/gtest.h
+                       gtest/internal/gtest-port.h)
       if(EXISTS "${d}/${h}")
         list(APPEND outside "${d}/${h}")
       endif()
@@ -121,7 +125,7 @@ function(scangrade_runtime_store)
     COMMAND "${CMAKE_COMMAND}" "-DDIR=${scangrade_runtime_dir}" "-DNOTE=${scangrade_runtime_note}"
             "-DKEY=${CMAKE_BINARY_DIR}/runtime-cache.key"
             "-DCORE=$<TARGET_FILE:scangrade_core>" "-DEMU=$<TARGET_FILE:scangrade_emu>"
-            "-DDEVICE=$<TARGET_FILE:scangrade_device_emu>"
+            "-DDEVICE=$<TARGET_FILE:scangrade_device_emu>" "-DKTESTS=$<TARGET_FILE:scangrade_kernel_tests_emu>"
             -P "${CMAKE_SOURCE_DIR}/harness/cmake/runtime_cache_store.cmake"
     VERBATIM)
   add_dependencies(scangrade_runtime_store ${SCANGRADE_RUNTIME_LIBRARIES})

@@ -13,6 +13,8 @@
 // Built twice: for the GPU, and for the CPU emulation backend (SCANGRADE_EMULATED, the *_emu
 // binaries), where each case runs in a forked child under several thread orders.
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
@@ -22,6 +24,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -38,9 +41,13 @@ namespace scangrade::testing {
 /// Defined by the binding file this binary links (bind_student.cpp, bind_reference.cpp, ...).
 Implementation implementation_under_test();
 
+/// The suite run without --suite or SCANGRADE_SUITE (harness/tests/default_suite.cpp: its path is the
+/// build's, so this file compiles to the same object in every build).
+extern const char* const kDefaultSuite;
+
 namespace {
 
-std::string g_suite_path = SCANGRADE_DEFAULT_SUITE;
+std::string g_suite_path = kDefaultSuite;
 #ifdef SCANGRADE_EMULATED
 constexpr bool kEmulated = true;
 #else
@@ -360,7 +367,9 @@ StartedChild start_case(const Case& c) {
 /// once. The tests still run one after another in GoogleTest's order (the screen, the stop rule and
 /// every verdict as with J = 1): while a case's child is awaited, the children of the next cases in
 /// that order are already running; a started case that the stop rule then does not run is killed.
-/// Each child's deadline counts from when its result is awaited, as without prefetching. Off (J = 1)
+/// Each child's deadline counts from when its result is awaited, as without prefetching. A child that
+/// has finished no longer holds a core: while a long case is awaited, the cores its successors freed
+/// start the cases after them (at most kAhead × J children started and not yet awaited). Off (J = 1)
 /// under --gtest_shuffle or --gtest_repeat, whose order is not known ahead.
 class Prefetch {
  public:
@@ -377,7 +386,7 @@ class Prefetch {
     if (it == started_.end()) return finish_isolated(start_case(c), deadline);
     const StartedChild child = it->second;
     started_.erase(it);
-    return finish_isolated(child, deadline);
+    return finish_isolated(child, deadline - keep_busy(test, child, deadline));
   }
 
   ~Prefetch() {  // cases started that never ran (--gtest_fail_fast stopped early): not left running
@@ -411,19 +420,46 @@ class Prefetch {
     }
   }
 
-  /// Starts the children of the cases after `test` in the planned order, up to jobs_ at once.
-  void top_up(const std::string& test) {
+  /// Starts the children of the cases after `test` in the planned order, up to jobs_ running at once
+  /// (`awaited`: a running child no longer in started_).
+  void top_up(const std::string& test, std::size_t awaited = 0) {
     if (jobs_ <= 1) return;
     const auto at = std::find(order_.begin(), order_.end(), test);
     if (at == order_.end()) return;
-    for (auto next = at; next != order_.end() && started_.size() < jobs_; ++next) {
+    std::size_t running = awaited;
+    for (const auto& [name, child] : started_) running += !has_finished(child);
+    for (auto next = at; next != order_.end() && running < jobs_ && started_.size() < kAhead * jobs_; ++next) {
       if (started_.count(*next) || done_.count(*next)) continue;
       const Case& c = g_runnable.at(*next);
       if (g_timeouts_in_a_row[c.slot] > 0) break;  // a slot timing out: no guessing past its stop rule
       started_[*next] = start_case(c);
+      ++running;
     }
     done_.insert(test);
   }
+
+  /// Waits until the awaited child has written its result (or the deadline passed), starting later
+  /// cases whenever one of the started children finishes; returns the seconds waited.
+  double keep_busy(const std::string& test, const StartedChild& child, double deadline_s) {
+    const auto start = std::chrono::steady_clock::now();
+    auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    if (jobs_ <= 1) return 0;
+    while (waited() < deadline_s) {
+      pollfd p{child.fd, POLLIN, 0};
+      const int ready = poll(&p, 1, 20);
+      if (ready > 0 || (ready < 0 && errno != EINTR)) break;
+      top_up(test, 1);
+    }
+    return std::min(waited(), deadline_s);
+  }
+
+  /// A child that has written its result or exited (its pipe readable or closed): its core is free.
+  static bool has_finished(const StartedChild& child) {
+    pollfd p{child.fd, POLLIN, 0};
+    return poll(&p, 1, 0) > 0;
+  }
+
+  static constexpr std::size_t kAhead = 4;
 
   bool planned_ = false;
   std::size_t jobs_ = 1;
