@@ -160,25 +160,9 @@ target_link_libraries(scangrade_judge PRIVATE scangrade_judge_lib)
 # --- toolchain.json: compiling and linking a submission without CMake ---------------------------
 # cuda_flags: compile each student .cu with  nvcc <cuda_flags> -I<student dir> -c FILE -o FILE.o
 # link:       <cxx> -o worker <student .o files> <link...>   (the pieces are in link order)
-set(scangrade_gencode "")
-foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
-  string(REGEX REPLACE "-(real|virtual)$" "" num "${arch}")
-  if(arch MATCHES "-virtual$")
-    list(APPEND scangrade_gencode "\"-gencode\", \"arch=compute_${num},code=compute_${num}\"")
-  elseif(arch MATCHES "-real$")
-    list(APPEND scangrade_gencode "\"-gencode\", \"arch=compute_${num},code=sm_${num}\"")
-  else()
-    list(APPEND scangrade_gencode "\"-gencode\", \"arch=compute_${num},code=[sm_${num},compute_${num}]\"")
-  endif()
-endforeach()
-list(JOIN scangrade_gencode ", " scangrade_gencode)
-# the student flags of `make test` (CMakeLists.txt: SCANGRADE_STUDENT_CUDA_FLAGS; README "Compiler flags")
-list(TRANSFORM SCANGRADE_STUDENT_CUDA_FLAGS REPLACE "(.+)" "\"\\1\"" OUTPUT_VARIABLE scangrade_student_cuda_json)
-list(LENGTH CMAKE_CUDA_ARCHITECTURES scangrade_arch_count)
-if(scangrade_arch_count GREATER 1)
-  list(APPEND scangrade_student_cuda_json "\"--threads\", \"0\"")  # one thread per architecture
-endif()
-list(JOIN scangrade_student_cuda_json ", " scangrade_student_cuda_json)
+# the flags: harness/cmake/student_nvcc_flags.cmake (shared with the handout's nvcc check)
+scangrade_student_nvcc_flags(scangrade_cuda_flags)
+scangrade_json_list(scangrade_cuda_flags_json ${scangrade_cuda_flags})
 set(scangrade_cuda_libdir "${CUDAToolkit_LIBRARY_DIR}")
 # emulate: <rewrite> f.cu f.cpp, then <cxx> <cxx_flags> -I<student dir> -c f.cpp, then <cxx> -o worker ... <link>
 set(scangrade_emulate_json "")
@@ -200,7 +184,7 @@ file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/grading/toolchain.json" CONTENT "{
   \"version\": \"${PROJECT_VERSION}\",
   \"nvcc\": \"${CMAKE_CUDA_COMPILER}\",
   \"cxx\": \"${CMAKE_CXX_COMPILER}\",
-  \"cuda_flags\": [\"-std=c++17\", \"-O3\", ${scangrade_student_cuda_json}, ${scangrade_gencode}, \"-I${CMAKE_SOURCE_DIR}/harness/include\"],
+  \"cuda_flags\": [${scangrade_cuda_flags_json}],
   \"link\": [\"$<JOIN:$<TARGET_OBJECTS:scangrade_alloc_tracker_obj>,\", \">\", \"$<TARGET_FILE:scangrade_worker_main>\", \"$<TARGET_FILE:scangrade_device>\", \"$<TARGET_FILE:scangrade_core>\", \"-L${scangrade_cuda_libdir}\", \"-Wl,-rpath,${scangrade_cuda_libdir}\", \"-lcudart\", \"-ldl\", \"-lpthread\", \"-lrt\"],
   \"judge\": \"$<TARGET_FILE:scangrade_judge>\",
   \"checker\": \"$<TARGET_FILE:scangrade_checker>\",

@@ -6,9 +6,10 @@
 1. Layout: student/ is read with the grader's own rules (scangrade.submission: the same file names,
    message and suggestion); a layout error stops here, as it stops the grader (every slot scores 0).
 2. Build: the test program is built with `make -k`/`ninja -k 0`, so every file is compiled even when
-   one fails. Where CMake found nvcc (SCANGRADE_CUDA=ON), the student files are also compiled for the
-   device by nvcc with the grader's flags, even when the tests run emulated: nvcc's errors are the GPU
-   grader's compile errors. A slot file that does not compile is replaced by a not-implemented
+   one fails. Where nvcc is installed, the student files are also compiled for the device by nvcc
+   with the grader's flags, even when the tests run emulated: nvcc's errors are the GPU grader's
+   compile errors (emulated, the handout's build folder has nvcc-check.json: each file is compiled
+   by nvcc here, beside the emulated build; a build with CUDA in CMake compiles scangrade_student). A slot file that does not compile is replaced by a not-implemented
    stand-in (SCANGRADE_STUDENT_STUBS: the handout's harness/starter/ files, else the grader's own
    stub) and reported as COMPILE ERROR, the other slots are tested as usual; a
    helper file that does not compile fails every slot (as in the grader). Compiler output is shown
@@ -24,10 +25,12 @@ itself is broken (not the student's code: CMake, the harness).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +90,46 @@ def build_targets(build: Path, targets: list[str], jobs: int) -> subprocess.Comp
     return subprocess.run(cmd + ["--", *keep_going], capture_output=True, text=True)
 
 
+@dataclass
+class NvccCheck:
+    """One student file compiled by nvcc beside the emulated build (nvcc-check.json)."""
+
+    name: str  # the file's name without .cu
+    process: subprocess.Popen
+
+
+def start_nvcc_checks(build: Path, student: Path) -> list[NvccCheck]:
+    """nvcc on every student .cu with the grader's flags (nvcc-check.json, written by CMake when the
+    emulated build has an nvcc beside it), all started at once; none without that file."""
+    try:
+        recipe = json.loads((build / "nvcc-check.json").read_text())
+    except (OSError, ValueError):
+        return []
+    out = build / "nvcc-check"
+    out.mkdir(exist_ok=True)
+    checks = []
+    for src in sorted(student.glob("*.cu")):
+        # the path relative to where make runs, as the compiler's messages then name it (student/x.cu:N)
+        try:
+            shown_src = src.relative_to(Path.cwd())
+        except ValueError:
+            shown_src = src
+        cmd = [recipe["nvcc"], *recipe["flags"], "-c", str(shown_src), "-o", str(out / f"{src.stem}.o")]
+        checks.append(NvccCheck(src.stem, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                           text=True)))
+    return checks
+
+
+def finish_nvcc_checks(checks: list[NvccCheck]) -> dict[str, str]:
+    """name -> nvcc's output, for the files nvcc did not compile."""
+    failed = {}
+    for check in checks:
+        output, _ = check.process.communicate()
+        if check.process.returncode != 0:
+            failed[check.name] = output
+    return failed
+
+
 # a compiled student file, as the build names its object: the emulated rewrite
 # (emulated/<target>/<name>.<hash>/<name>.cpp) or nvcc's (scangrade_student.dir/.../<name>.cu.o)
 EMULATED_OBJECT = re.compile(r"emulated/[^/\s]+/([\w-]+)\.[0-9a-f]{8}/")
@@ -140,10 +183,12 @@ def shown(path_text: str) -> str:
     return path_text.replace(str(ROOT) + "/", "")
 
 
-def compile_errors(output: str) -> tuple[dict[str, str], int | None]:
-    """Print each student file's compile errors from the failed build's output: the slots to link a
-    stand-in for (slot -> why), or the exit status when no slot can be tested."""
+def compile_errors(output: str, nvcc_failed: dict[str, str]) -> tuple[dict[str, str], int | None]:
+    """Print each student file's compile errors from the failed build's output (and nvcc's own, where
+    the nvcc check ran beside the build): the slots to link a stand-in for (slot -> why), or the exit
+    status when no slot can be tested."""
     emulated, nvcc = failed_files(output)
+    nvcc |= set(nvcc_failed)
     failed = emulated | nvcc
     helpers = sorted(f for f in failed if f not in SLOTS)
     if not failed:
@@ -154,7 +199,8 @@ def compile_errors(output: str) -> tuple[dict[str, str], int | None]:
     for f in sorted(failed):
         by = " by nvcc (the GPU grader's compiler; the emulated build accepts it)" if f in nvcc_only else ""
         print(f"\ncompile error in student/{f}.cu{by}:")
-        for line in student_errors(output, f)[:ERROR_LINES]:
+        source = nvcc_failed[f] if f in nvcc_only and f in nvcc_failed else output
+        for line in student_errors(source, f)[:ERROR_LINES]:
             print("  " + shown(line))
     if helpers:
         print(f"\nstudent/{helpers[0]}.cu is a helper file, compiled into every slot: no slot can be tested "
@@ -196,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.reconfigure(line_buffering=True)  # our lines before the test program's
 
     # 1. the grader's layout rules
-    sub = load_submission(Path(cache_value(build, "SCANGRADE_STUDENT_DIR") or ROOT / "student"))
+    sub_dir = Path(cache_value(build, "SCANGRADE_STUDENT_DIR") or ROOT / "student")
+    sub = load_submission(sub_dir)
     if sub.layout_error:
         print(f"layout error: {sub.layout_error}")
         print("The grader refuses this layout (layout_error): every slot would score 0. Nothing was built.")
@@ -210,11 +257,14 @@ def main(argv: list[str] | None = None) -> int:
     targets = [program] + (["scangrade_student"] if cuda and args.backend == "emulate" else [])
     if not configure_stubs(build, []):
         return EXIT_BROKEN
-    print(f"building {', '.join(targets)} ...", flush=True)
+    checks = start_nvcc_checks(build, sub_dir) if args.backend == "emulate" else []
+    also = " (and student/*.cu with nvcc, as the GPU grader compiles them)" if checks else ""
+    print(f"building {', '.join(targets)}{also} ...", flush=True)
     first = build_targets(build, targets, args.jobs)
+    nvcc_failed = finish_nvcc_checks(checks)
     errors: dict[str, str] = {}  # slot -> why
-    if first.returncode != 0:
-        errors, stop = compile_errors(first.stdout + first.stderr)
+    if first.returncode != 0 or nvcc_failed:
+        errors, stop = compile_errors(first.stdout + first.stderr if first.returncode != 0 else "", nvcc_failed)
         if stop is not None:
             return stop
         print(f"\ntesting the other slots; {', '.join(sorted(errors))}: a not-implemented stand-in is linked instead")
