@@ -113,6 +113,11 @@ function(scangrade_runtime_library NAME)
       "${scangrade_runtime_dir}/${CMAKE_STATIC_LIBRARY_PREFIX}${NAME}${CMAKE_STATIC_LIBRARY_SUFFIX}")
   else()
     add_library(${NAME} STATIC ${ARGN})
+    if(scangrade_runtime_dir AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+      # shared by every handout: __FILE__ names the source as harness/..., not the folder of the
+      # handout that happened to build it
+      target_compile_options(${NAME} PRIVATE "-ffile-prefix-map=${CMAKE_SOURCE_DIR}/=")
+    endif()
   endif()
 endfunction()
 
