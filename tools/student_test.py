@@ -25,6 +25,7 @@ itself is broken (not the student's code: CMake, the harness).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -96,37 +97,75 @@ class NvccCheck:
 
     name: str  # the file's name without .cu
     process: subprocess.Popen
+    out: Path  # the folder of its object, dependency list and stamp
+
+
+def digest_of(recipe: dict, files: list[str]) -> str | None:
+    """sha256 of the recipe and of the files' names and contents; None when one is gone."""
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode())
+    for name in sorted(files):
+        try:
+            digest.update(f"{name}\0".encode() + Path(name).read_bytes() + b"\0")
+        except OSError:
+            return None
+    return digest.hexdigest()
+
+
+def dependencies(depfile: Path) -> list[str]:
+    """The files a make-style dependency list (nvcc -MD -MF) names after its target."""
+    text = depfile.read_text().replace("\\\n", " ")
+    _, _, deps = text.partition(": ")
+    return [d.replace("\\ ", " ") for d in re.split(r"(?<!\\)\s+", deps.strip()) if d]
 
 
 def start_nvcc_checks(build: Path, student: Path) -> list[NvccCheck]:
     """nvcc on every student .cu with the grader's flags (nvcc-check.json, written by CMake when the
-    emulated build has an nvcc beside it), all started at once; none without that file."""
+    emulated build has an nvcc beside it), all started at once; none without that file. A file whose
+    last check passed is not compiled again while the file, everything it included (nvcc's own
+    dependency list) and the flags are unchanged; a failure is compiled again on every run, so its
+    message always shows."""
     try:
         recipe = json.loads((build / "nvcc-check.json").read_text())
     except (OSError, ValueError):
         return []
-    out = build / "nvcc-check"
-    out.mkdir(exist_ok=True)
     checks = []
     for src in sorted(student.glob("*.cu")):
+        out = build / "nvcc-check" / src.stem
+        out.mkdir(parents=True, exist_ok=True)
+        try:
+            stamp = json.loads((out / "passed.json").read_text())
+            if digest_of(recipe, stamp["deps"]) == stamp["digest"]:
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        (out / "passed.json").unlink(missing_ok=True)
         # the path relative to where make runs, as the compiler's messages then name it (student/x.cu:N)
         try:
             shown_src = src.relative_to(Path.cwd())
         except ValueError:
             shown_src = src
-        cmd = [recipe["nvcc"], *recipe["flags"], "-c", str(shown_src), "-o", str(out / f"{src.stem}.o")]
+        cmd = [recipe["nvcc"], *recipe["flags"], "-MD", "-MF", str(out / "deps.d"),
+               "-c", str(shown_src), "-o", str(out / f"{src.stem}.o")]
         checks.append(NvccCheck(src.stem, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                                           text=True)))
+                                                           text=True), out))
     return checks
 
 
-def finish_nvcc_checks(checks: list[NvccCheck]) -> dict[str, str]:
-    """name -> nvcc's output, for the files nvcc did not compile."""
+def finish_nvcc_checks(checks: list[NvccCheck], recipe_file: Path) -> dict[str, str]:
+    """name -> nvcc's output, for the files nvcc did not compile; the others get their stamp."""
     failed = {}
     for check in checks:
         output, _ = check.process.communicate()
         if check.process.returncode != 0:
             failed[check.name] = output
+            continue
+        try:
+            deps = [str(Path(d).resolve()) for d in dependencies(check.out / "deps.d")]
+            digest = digest_of(json.loads(recipe_file.read_text()), deps)
+        except (OSError, ValueError):
+            continue  # no stamp: compiled again next time
+        if digest is not None:
+            (check.out / "passed.json").write_text(json.dumps({"digest": digest, "deps": deps}))
     return failed
 
 
@@ -261,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     also = " (and student/*.cu with nvcc, as the GPU grader compiles them)" if checks else ""
     print(f"building {', '.join(targets)}{also} ...", flush=True)
     first = build_targets(build, targets, args.jobs)
-    nvcc_failed = finish_nvcc_checks(checks)
+    nvcc_failed = finish_nvcc_checks(checks, build / "nvcc-check.json")
     errors: dict[str, str] = {}  # slot -> why
     if first.returncode != 0 or nvcc_failed:
         errors, stop = compile_errors(first.stdout + first.stderr if first.returncode != 0 else "", nvcc_failed)
