@@ -97,10 +97,16 @@ def test_student_flags_are_one_list_used_by_make_test_and_grading():
     assert "-lineinfo" in flags and "--expt-relaxed-constexpr" in flags
     cmake = (REPO / "CMakeLists.txt").read_text()
     assert re.search(r"target_compile_options\(scangrade_student PRIVATE [^)]*\$\{SCANGRADE_STUDENT_CUDA_FLAGS\}", cmake)
+    # one function makes the whole nvcc command line: the grader's toolchain.json and the handout's
+    # nvcc check (nvcc-check.json) both take it
+    function = (REPO / "harness" / "cmake" / "student_nvcc_flags.cmake").read_text()
+    assert re.search(r"set\(flags -std=c\+\+17 -O3 \$\{SCANGRADE_STUDENT_CUDA_FLAGS\}\)", function)
     grader = (REPO / "grading" / "grader.cmake").read_text()
     line = next(l for l in grader.splitlines() if '\\"cuda_flags\\"' in l)
-    assert "scangrade_student_cuda_json" in line, "toolchain.json's cuda_flags carry the same list"
-    assert re.search(r"SCANGRADE_STUDENT_CUDA_FLAGS", grader)
+    assert "${scangrade_cuda_flags_json}" in line, "toolchain.json's cuda_flags carry the same list"
+    assert "scangrade_student_nvcc_flags(scangrade_cuda_flags)" in grader
+    assert re.search(r"scangrade_student_nvcc_flags\(scangrade_check_flags\)[^\n]*\n[^\n]*scangrade_json_list"
+                     r"\(scangrade_check_flags[^\n]*\n\s*file\(WRITE \"\$\{CMAKE_BINARY_DIR\}/nvcc-check.json\"", cmake)
 
 
 def test_readme_lists_every_flag_the_grader_uses():
