@@ -98,6 +98,7 @@ class NvccCheck:
     name: str  # the file's name without .cu
     process: subprocess.Popen
     out: Path  # the folder of its object, dependency list and stamp
+    recipe: dict
 
 
 def digest_of(recipe: dict, files: list[str]) -> str | None:
@@ -126,7 +127,12 @@ def start_nvcc_checks(build: Path, student: Path) -> list[NvccCheck]:
     message always shows."""
     try:
         recipe = json.loads((build / "nvcc-check.json").read_text())
-    except (OSError, ValueError):
+        nvcc, flags = recipe["nvcc"], list(recipe["flags"])
+    except OSError:
+        return []
+    except (ValueError, KeyError, TypeError) as e:
+        print(f"note: {build / 'nvcc-check.json'} is unreadable ({e}): student files not compiled by nvcc "
+              "(make clean, then make test)")
         return []
     checks = []
     for src in sorted(student.glob("*.cu")):
@@ -144,14 +150,21 @@ def start_nvcc_checks(build: Path, student: Path) -> list[NvccCheck]:
             shown_src = src.relative_to(Path.cwd())
         except ValueError:
             shown_src = src
-        cmd = [recipe["nvcc"], *recipe["flags"], "-MD", "-MF", str(out / "deps.d"),
-               "-c", str(shown_src), "-o", str(out / f"{src.stem}.o")]
-        checks.append(NvccCheck(src.stem, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                                           text=True), out))
+        cmd = [nvcc, *flags, "-MD", "-MF", str(out / "deps.d"), "-c", str(shown_src), "-o", str(out / f"{src.stem}.o")]
+        try:
+            process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        except OSError as e:
+            print(f"note: {nvcc} cannot be run ({e.strerror}): student files not compiled by nvcc "
+                  "(make clean, then make test, configures again)")
+            for check in checks:
+                check.process.kill()
+                check.process.wait()
+            return []
+        checks.append(NvccCheck(src.stem, process, out, recipe))
     return checks
 
 
-def finish_nvcc_checks(checks: list[NvccCheck], recipe_file: Path) -> dict[str, str]:
+def finish_nvcc_checks(checks: list[NvccCheck]) -> dict[str, str]:
     """name -> nvcc's output, for the files nvcc did not compile; the others get their stamp."""
     failed = {}
     for check in checks:
@@ -161,7 +174,7 @@ def finish_nvcc_checks(checks: list[NvccCheck], recipe_file: Path) -> dict[str, 
             continue
         try:
             deps = [str(Path(d).resolve()) for d in dependencies(check.out / "deps.d")]
-            digest = digest_of(json.loads(recipe_file.read_text()), deps)
+            digest = digest_of(check.recipe, deps)
         except (OSError, ValueError):
             continue  # no stamp: compiled again next time
         if digest is not None:
@@ -300,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     also = " (and student/*.cu with nvcc, as the GPU grader compiles them)" if checks else ""
     print(f"building {', '.join(targets)}{also} ...", flush=True)
     first = build_targets(build, targets, args.jobs)
-    nvcc_failed = finish_nvcc_checks(checks, build / "nvcc-check.json")
+    nvcc_failed = finish_nvcc_checks(checks)
     errors: dict[str, str] = {}  # slot -> why
     if first.returncode != 0 or nvcc_failed:
         errors, stop = compile_errors(first.stdout + first.stderr if first.returncode != 0 else "", nvcc_failed)
