@@ -6,6 +6,9 @@
 // The suite defaults to testcases/public.json; SCANGRADE_SUITE also sets it.
 // SCANGRADE_COMPILE_ERRORS="slot=why;..." (set by `make test`'s driver, tools/student_test.py) marks
 // slots whose file did not compile and was replaced by its starter file: they show COMPILE ERROR.
+// SCANGRADE_POLICY_VIOLATIONS="slot=message<newline>..." (the same driver: the grader's build-time policy
+// scans) marks slots whose file breaks a rule of the assignment, replaced by its starter file as the
+// grader does not link it: they show POLICY VIOLATION with the grader's message and score 0.
 //
 // Output for a terminal: GoogleTest's own printer is replaced by one block per failing case
 // (wrapped at 100 columns, status word first, no harness file:line), a summary with the status
@@ -103,7 +106,13 @@ struct Outcome {
 std::map<std::string, Outcome> g_outcome;             // "Suite.Test" -> what the case gave
 std::map<std::string, std::pair<Slot, DType>> g_test_owner;  // "Suite.Test" -> slot, dtype
 std::map<std::pair<Slot, DType>, bool> g_not_implemented;
-std::map<Slot, std::string> g_compile_error;          // slot -> why (SCANGRADE_COMPILE_ERRORS)
+/// A slot whose file is not linked (its starter file stands in): it did not compile
+/// (SCANGRADE_COMPILE_ERRORS) or it breaks a build-time rule (SCANGRADE_POLICY_VIOLATIONS).
+struct NotLinked {
+  Status status;    // CompileError or PolicyViolation
+  std::string why;  // compile error: why; policy violation: the grader's message
+};
+std::map<Slot, NotLinked> g_not_linked;
 std::map<Slot, std::size_t> g_timeouts_in_a_row;      // the stop rule (kStopAfterTimeouts)
 #ifdef SCANGRADE_EMULATED
 std::map<std::string, Case> g_runnable;  // "Suite.Test" -> its case, when it runs a kernel
@@ -152,7 +161,7 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
   void OnTestStart(const ::testing::TestInfo& info) override {
     const auto it = g_test_owner.find(full_name(info));
     if (it == g_test_owner.end() || started_.count(it->second) || g_not_implemented[it->second] ||
-        g_compile_error.count(it->second.first))
+        g_not_linked.count(it->second.first))
       return;
     started_.insert(it->second);
     std::cout << "testing " << name(it->second.first) << " (" << name(it->second.second) << ") ..." << std::endl;
@@ -170,9 +179,9 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
       return;
     }
     const Outcome& o = it->second;
-    // a compile error is said once, under the summary (its compiler message came before the tests)
-    if (o.skipped || o.status == Status::Pass || o.status == Status::NotImplemented ||
-        o.status == Status::CompileError)
+    // a compile error or a policy violation is said once, under the summary (its compiler message or
+    // the policy's finding came before the tests)
+    if (o.skipped || o.status == Status::Pass || o.status == Status::NotImplemented || g_not_linked.count(o.slot))
       return;
     if (o.message.find(": not run: ") != std::string::npos) {  // stopped: said once per slot
       if (!stopped_.insert(o.slot).second) return;
@@ -231,8 +240,8 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
         std::ostringstream cell;
         if (it == cells.end()) {
           cell << "no cases";
-        } else if (g_compile_error.count(slot)) {
-          cell << "COMPILE ERROR";
+        } else if (const auto nl = g_not_linked.find(slot); nl != g_not_linked.end()) {
+          cell << (nl->second.status == Status::CompileError ? "COMPILE ERROR" : "POLICY VIOLATION");
         } else if (g_not_implemented[{slot, dtype}]) {
           cell << "NOT IMPLEMENTED";
         } else if (it->second.cases == 0) {
@@ -253,8 +262,12 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
       score += " (" + plural(skipped_cases, "case") + ", " + points_text(skipped_points) +
                " points, skipped: above the emulation cap of 2^22 + 1 elements, they run on a GPU only)";
     std::cout << wrap(score, g_wrap, "  ");
-    for (const auto& [slot, why] : g_compile_error)
-      std::cout << wrap(std::string(name(slot)) + ": compile error: " + why, g_wrap, "  ");
+    for (const auto& [slot, nl] : g_not_linked)
+      std::cout << wrap(std::string(name(slot)) +
+                            (nl.status == Status::CompileError
+                                 ? ": compile error: " + nl.why
+                                 : ": policy violation, 0 points (the grader does not link the file): " + nl.why),
+                        g_wrap, "  ");
     if (failed_cases || unowned_failures_) {
       std::cout << plural(failed_cases + unowned_failures_, "case") << " did not pass";
       if (!first_failure_.empty()) std::cout << "; rerun the first failure of a slot with:";
@@ -293,9 +306,10 @@ std::vector<KernelParam> params_for(Slot slot) {
   std::vector<KernelParam> params;
   const std::string suite_name = std::string(camel_name(slot)) + "/Kernel";
   try {
-    if (const auto bad = g_compile_error.find(slot); bad != g_compile_error.end()) {
-      // its file did not compile: the slot runs nothing, like the grader's compile_error
-      KernelParam p{Case{}, "compile_error", bad->second};
+    if (const auto bad = g_not_linked.find(slot); bad != g_not_linked.end()) {
+      // its file did not compile or breaks a rule: the slot runs nothing, like the grader's
+      // compile_error and policy_violation
+      KernelParam p{Case{}, std::string(name(bad->second.status)), bad->second.why};
       p.c.slot = slot;
       p.c.dtype = DType::Int32;
       for (const Case& c : suite().cases)
@@ -506,6 +520,11 @@ TEST_P(Kernel, Case) {
                                         " (every case of the slot scores 0, as in the grader)");
     FAIL() << "compile_error";
   }
+  if (p.placeholder == "policy_violation") {
+    record(p, Status::PolicyViolation,
+           p.detail + " (the grader does not link the file: every case of the slot scores 0)");
+    FAIL() << "policy_violation";
+  }
   if (p.placeholder.find("not_implemented") != std::string::npos) {
     record(p, Status::NotImplemented, p.detail);
     GTEST_SKIP() << "NOT IMPLEMENTED: " << p.detail;
@@ -575,7 +594,22 @@ int main(int argc, char** argv) {
       const auto eq = entry.find('=');
       for (scangrade::Slot slot : scangrade::kAllSlots)
         if (entry.substr(0, eq) == scangrade::name(slot))
-          scangrade::testing::g_compile_error[slot] = eq == std::string::npos ? "did not compile" : entry.substr(eq + 1);
+          scangrade::testing::g_not_linked[slot] = {scangrade::Status::CompileError,
+                                                    eq == std::string::npos ? "did not compile" : entry.substr(eq + 1)};
+    }
+  }
+  // "slot=message\nslot=message": slots whose file breaks a build-time rule (tools/student_test.py; the
+  // grader's message may hold ';'); a slot that is also a compile error shows the violation, as in the grader
+  if (const char* env = std::getenv("SCANGRADE_POLICY_VIOLATIONS")) {
+    std::istringstream entries(env);
+    std::string entry;
+    while (std::getline(entries, entry, '\n')) {
+      const auto eq = entry.find('=');
+      for (scangrade::Slot slot : scangrade::kAllSlots)
+        if (entry.substr(0, eq) == scangrade::name(slot))
+          scangrade::testing::g_not_linked[slot] = {
+              scangrade::Status::PolicyViolation,
+              eq == std::string::npos ? "breaks a rule of the assignment" : entry.substr(eq + 1)};
     }
   }
   if (argc > 0) scangrade::testing::g_program = argv[0];
