@@ -1,6 +1,6 @@
 """The student handout (tools/handout.py): what is in the tarball, what never is, identical bytes
 across builds, and (slow, one build per scenario) that it builds where students unpack it: the four
-slots NOT IMPLEMENTED as shipped, every case passing with the reference solutions as student code."""
+slots NOT IMPLEMENTED as shipped, every case passing with a correct submission as student code."""
 
 from __future__ import annotations
 
@@ -525,14 +525,29 @@ def test_handout_as_a_student_without_nvcc(tarball, student_user, student_base):
     assert {"compile_error", "race", "timeout", "not_implemented"} <= statuses, statuses
     assert grade_digest(mine) == grade_digest(instructor_grade(s.student, student_base / "instructor"))
 
-    # the reference solutions as the student's code: every case passes, the cases above the
+    # a slot that breaks a build-time rule (a leftover main()): the grader's message before the tests,
+    # POLICY VIOLATION and 0 points as in the grader, its main() never run in place of the tests'
+    for f in sorted(s.student.iterdir()):
+        f.unlink()
+    s.put({f"{slot}.cu": s.root / f"harness/starter/{slot}.cu" for slot in SLOTS})
+    s.put({"hillis_steele.cu": gallery / "policy_defines_main/student/hillis_steele.cu"})
+    rc, out = s.make_test()
+    assert rc != 0 and "all tests passed" not in out, out[-4000:]
+    check_screen(out)
+    block = " ".join(out[out.index("policy violation in student/hillis_steele.cu"):].split())
+    assert "student/hillis_steele.cu breaks a rule of the assignment: it defines `main`" in block, block[:600]
+    assert out.index("policy violation in student/hillis_steele.cu") < out.index("ScanGrade: running")
+    cells = summary(out)
+    assert cells[("hillis_steele", "int32")] == cells[("hillis_steele", "float32")] == "POLICY VIOLATION", cells
+    assert "points: 0 of " in out, out[-1500:]
+
+    # a correct submission (the gallery's; the reference solutions are not one: they define and call
+    # scangrade::reference names, which the policy refuses): every case passes, the cases above the
     # emulation cap are skipped with the reason, and the score's maximum is the GPU's
     for f in sorted(s.student.iterdir()):
         f.unlink()
-    for f in sorted((REPO / "reference").iterdir()):
-        if f.suffix in (".cu", ".cuh", ".h") and f.name != "cub_baseline.cu":
-            s.put({f.name: f})
-    s.put({"reference_as_student.cu": REPO / "grading/worker/reference_as_student.cpp"})
+    for f in sorted((gallery / "correct_brent_kung/student").iterdir()):
+        s.put({f.name: f})
     rc, out = s.make_test()
     assert rc == 0, out[-4000:]
     check_screen(out)
