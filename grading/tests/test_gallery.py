@@ -231,3 +231,58 @@ def test_entry_spec(name, spec):
         sources = "".join(p.read_text() for p in sorted(student.iterdir()))
         marks = re.findall(r"//\s*BUG\b(?! \(continued\))", sources)   # "// BUG (continued)" goes on about the same one
         assert len(marks) == 1, f"{name}: exactly one planted bug, marked // BUG"
+
+
+def test_readme_names_every_entry_but_the_sandbox_exploits():
+    # the sandbox's own exploit entries ("kind": "exploit") are described by test_exploits.py; every
+    # other entry has its row (or paragraph) in the gallery README
+    readme = (GALLERY / "README.md").read_text()
+    missing = [name for name, spec in gallery_specs().items()
+               if spec.get("kind") != "exploit" and f"`{name}`" not in readme]
+    assert missing == []
+
+
+# --- issue 36: judge what code does, not what it names --------------------------------------------
+
+# host compute whose upload takes another door than a host->device cudaMemcpy, and the hint naming it
+UPLOAD_DOORS = {
+    "exploit_upload_through_kernel_params": "kernel parameters",
+    "exploit_upload_through_memset": "cudaMemset",
+    "exploit_copies_labelled_host_to_host": "computed on the host",
+    "exploit_upload_through_symbol": "cudaMemcpyToSymbol",
+}
+C_HABIT_HEADERS = ["math.h", "stdlib.h", "stdio.h", "assert.h", "time.h", "sys/time.h", "iostream", "cuda.h"]
+
+
+@pytest.mark.parametrize("name, hint", sorted(UPLOAD_DOORS.items()))
+def test_upload_door_entries(name, hint):
+    spec = gallery_specs()[name]
+    assert spec["kind"] == "policy"
+    assert spec["verdicts"] == {**NOT_WRITTEN, "hierarchical": "policy_violation"}
+    assert not spec.get("emulation_verdicts") and not spec.get("emulation_hints")
+    assert spec["hints"] == {"hierarchical": hint}
+    student = GALLERY / name / "student"
+    assert sorted(p.name for p in student.iterdir()) == ["hierarchical.cu"]
+    source = (student / "hierarchical.cu").read_text()
+    assert len(re.findall(r"//\s*BUG\b", source)) == 1, f"{name}: exactly one planted channel, marked // BUG"
+    assert "namespace scangrade::student" in source
+
+
+def test_c_habits_entry_keeps_its_habits():
+    # the habits are the point of the entry: a cleanup that drops them would make it prove nothing
+    student = GALLERY / "correct_c_headers_and_exit_habits" / "student"
+    for slot in SLOTS:
+        text = (student / f"{slot}.cu").read_text()
+        for header in C_HABIT_HEADERS:
+            assert f"#include <{header}>" in text, (slot, header)
+        assert "CHECK_CUDA(" in text and "std::cerr" in text, slot
+    helper = (student / "check_cuda.cuh").read_text()
+    assert "#define CHECK_CUDA(call)" in helper and "exit(EXIT_FAILURE)" in helper and "gettimeofday" in helper
+    for slot in ("hierarchical", "single_pass"):
+        assert "ceil((double)n" in (student / f"{slot}.cu").read_text(), slot
+    assert not re.search(r"\bcu[A-Z]\w*\(", "".join(p.read_text() for p in student.iterdir())), "no driver API call"
+
+
+def test_gathers_block_sums_entry_reads_back_and_uploads():
+    text = (GALLERY / "correct_gathers_block_sums_on_host" / "student" / "hierarchical.cu").read_text()
+    assert "cudaMemcpyDeviceToHost" in text and "cudaMemcpyHostToDevice" in text
