@@ -6,6 +6,7 @@ never a crash. Objects are compiled here with g++ (a few hundred milliseconds); 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -156,3 +157,31 @@ def test_a_scan_that_cannot_run_is_a_note(built, monkeypatch, capsys):
     assert student_test.check_policy(build, load_submission(student), student, PROGRAM, False, "", {}) == \
         ({}, set(), None)
     assert capsys.readouterr().out.startswith("note: the grader's policy scans failed (ZeroDivisionError")
+
+
+NVCC = Path(os.environ.get("SCANGRADE_NVCC", "/usr/local/cuda/bin/nvcc"))
+
+
+@needs_tools
+@pytest.mark.skipif(not NVCC.is_file(), reason="needs nvcc (the CUDA toolkit)")
+def test_an_nvcc_object_is_scanned_as_the_gpu_grader_scans_it(tmp_path):
+    """make test's nvcc check leaves nvcc objects (nvcc-check/<name>/): scanned with the gpu backend, on
+    which nvcc's kernel registration before main is the toolkit's own; the fork call is still found."""
+    student = tmp_path / "student"
+    student.mkdir()
+    kernel = "__global__ void k(int* p) { p[threadIdx.x] = 1; }\n"
+    launches = kernel + "int spawn() { k<<<1, 1>>>(nullptr);"
+    (student / "hillis_steele.cu").write_text(FORKS.replace("int spawn() {", launches))
+    (student / "blelloch.cu").write_text(CLEAN.replace("int twice", kernel + "int twice"))
+    build = tmp_path / "build"
+    files = []
+    for name in ("hillis_steele", "blelloch"):
+        obj = build / "nvcc-check" / name / f"{name}.o"
+        obj.parent.mkdir(parents=True)
+        subprocess.run([str(NVCC), "-std=c++17", "-c", str(student / f"{name}.cu"), "-o", str(obj)], check=True)
+        objects = student_test.build_objects(build, student, name, PROGRAM, cuda=False)
+        assert objects == [("gpu", obj)]
+        files.append(student_test.PolicyFile(name, student / f"{name}.cu", objects))
+    found, notes = student_test.policy_findings(files, tmp_path, student)
+    assert notes == [] and set(found) == {"hillis_steele"}, found
+    assert [v.evidence.split(":")[0] for v in found["hillis_steele"]] == ["it calls `fork`"], found
