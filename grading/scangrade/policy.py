@@ -251,8 +251,8 @@ def _reason(key: str, backend: str, known: tuple[Rule, ...], allow: tuple[Rule, 
     for rule in known:
         if rule.matches(key, backend):
             return rule.why
-    if any(rule.matches(key, backend) for rule in allow):
-        return None
+    if not otherwise or any(rule.matches(key, backend) for rule in allow):
+        return None     # no allowlist (the default: a name is refused only when calling it is the violation)
     return otherwise
 
 

@@ -1,10 +1,12 @@
 """The policy's rules on included files (policy.py's docstring tells the whole policy):
 
-* before compiling, the denylist: an `#include` of `<cub/...>` or `<thrust/...>` in a student source or a
-  student/ header it includes (include_violations);
-* after compiling, the allowlist of grading/policy_rules.json's "includes" on the compiler's own include
-  tree (-H, after macros: split_include_tree, include_tree_violations), and a compile that stopped at a
-  forbidden header the backend does not have (missing_header_violations).
+* before compiling, in a student source or a student/ header it includes: an `#include` of `<cub/...>` or
+  `<thrust/...>`, or a library scan called by its qualified name (`std::inclusive_scan`, ...)
+  (include_violations);
+* after compiling, grading/policy_rules.json's "includes" on the compiler's own include tree (-H, after
+  macros: split_include_tree, include_tree_violations): a header the submission includes itself is refused
+  only when it is a scan library or the harness's own (a course may add an allowlist); and a compile that
+  stopped at such a header where the backend does not have it (missing_header_violations).
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ LIBRARY_HEADERS = ("cub", "thrust")
 SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".hh", ".inl", ".inc")
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])\s*([^>"]+?)\s*[>"]')
+# a library scan called by its qualified name (the name is the violation; templates are often inlined
+# away, so the object's symbols may not show it): std:: / cuda::std:: / cooperative_groups:: (or the usual
+# alias cg::) inclusive_scan, exclusive_scan, their transform_ forms, and std::partial_sum
+_LIBRARY_CALL = re.compile(r"(?<![\w:])((?:cuda\s*::\s*)?std|cooperative_groups|cg)\s*::\s*"
+                           r"((?:transform_)?(?:inclusive|exclusive)_scan|partial_sum)\s*[<(]")
 
 
 def _strip_comments(text: str) -> str:
@@ -29,7 +36,9 @@ def _strip_comments(text: str) -> str:
 
 
 def include_violations(source: Path, student_dir: Path, display_root: Path) -> list[Violation]:
-    """`#include <cub/...>` / `<thrust/...>` in a student source or a student/ header it includes."""
+    """`#include <cub/...>` / `<thrust/...>`, or a call of a library scan by its qualified name
+    (std::inclusive_scan, cuda::std::exclusive_scan, cooperative_groups::inclusive_scan, std::partial_sum),
+    in a student source or a student/ header it includes."""
     seen: set[Path] = set()
     found: list[str] = []
     todo = [source]
@@ -48,6 +57,9 @@ def include_violations(source: Path, student_dir: Path, display_root: Path) -> l
         except ValueError:
             where = path.name
         for number, line in enumerate(text.splitlines(), 1):
+            for call in _LIBRARY_CALL.finditer(line):
+                name = re.sub(r"\s+", "", call.group(1)) + "::" + call.group(2)
+                found.append(f"{where}:{number} calls {name}")
             m = _INCLUDE.match(line)
             if m is None:
                 continue
@@ -155,15 +167,18 @@ def cuda_include_roots(nvcc: str | None) -> tuple[Path, ...]:
 
 
 def header_reason(where: str, rel: str, backend: str) -> str | None:
-    """None when the submission may include this header itself, else the reason it may not."""
-    r = rules()
-    if where != "student":
-        for rule in r.include_known:
-            if rule.matches(rel, backend):
-                return rule.why
-    if any(rule.matches(rel, backend, where) for rule in r.include_direct):
+    """None when the submission may include this header itself, else the reason it may not: a header is
+    refused only when it is the forbidden thing (policy_rules.json 'includes' 'known': a scan library,
+    the harness's own headers), or when the course keeps an allowlist ('direct') that does not list it."""
+    if where == "student":
         return None
-    return r.include_otherwise
+    r = rules()
+    for rule in r.include_known:
+        if rule.matches(rel, backend, where):
+            return rule.why
+    if r.include_direct and not any(rule.matches(rel, backend, where) for rule in r.include_direct):
+        return r.include_otherwise
+    return None
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ give; honest code (the correct gallery entries, the reference's slot files) brea
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NVCC, REPO
-from scangrade import build, build_compile, policy
+from scangrade import build, build_compile, policy, policy_includes
 
 CXX = shutil.which("c++") or shutil.which("g++")
 BINUTILS = all(shutil.which(t) for t in ("nm", "readelf", "objdump"))
@@ -67,23 +69,34 @@ SLOT = ("namespace scangrade::student {\n"
 # name -> (the file's text, the backends, pieces the evidence must hold; [] : no violation at all)
 CASES = {
     # included files
-    "include_thread": (HEAD + "#include <thread>\n" + SLOT, "both",
-                       ["student/hierarchical.cu:2 includes <thread>", "host threads"]),
-    "include_unistd": (HEAD + "#include <unistd.h>\n" + SLOT, "both",
-                       ["student/hierarchical.cu:2 includes <unistd.h>", "system calls, processes"]),
-    "include_dlfcn": (HEAD + "#include <dlfcn.h>\n" + SLOT, "both", ["includes <dlfcn.h>", "dynamic loading"]),
-    "include_sys_socket": (HEAD + "#include <sys/socket.h>\n" + SLOT, "both", ["includes <sys/socket.h>"]),
-    "include_driver_api": (HEAD + "#include <cuda.h>\n" + SLOT, "both",
-                           ["student/hierarchical.cu:2 includes <cuda.h>", "driver API"]),
+    # a header is not evidence: every C, C++, system and CUDA header may be included (what a slot calls
+    # decides, below); students include these by habit
+    "habit_headers_are_allowed": (HEAD + "#include <math.h>\n#include <stdlib.h>\n#include <stdio.h>\n"
+                                  "#include <cuda.h>\n#include <sys/time.h>\n#include <time.h>\n#include <iostream>\n"
+                                  "#include <assert.h>\n#include <complex.h>\n#include <fenv.h>\n" + SLOT, "both", []),
+    "capability_headers_are_allowed": (HEAD + "#include <thread>\n#include <unistd.h>\n#include <dlfcn.h>\n"
+                                       "#include <sys/socket.h>\n#include <fstream>\n#include <csignal>\n" + SLOT,
+                                       "both", []),
+    "habit_calls_are_allowed": (HEAD + "#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <sys/time.h>\n"
+                                "#include <unistd.h>\n#include <iostream>\n"
+                                "namespace scangrade::student { double f(cudaError_t e, double x) { timeval t{}; "
+                                "gettimeofday(&t, nullptr); if (e != cudaSuccess) { fprintf(stderr, \"%s\\n\", "
+                                "cudaGetErrorString(e)); std::cerr << x; cudaDeviceReset(); usleep(10); exit(1); } "
+                                "return ceil(x) + double(t.tv_usec); } }\n" + SLOT, "both", []),
+    "dlopen_call": (HEAD + "#include <dlfcn.h>\nnamespace scangrade::student { void* f() { "
+                    'return dlopen("libcupti.so", RTLD_NOW); } }\n' + SLOT, "both", ["dlopen", "dynamic loading"]),
+    "library_scan_call": (HEAD + "#include <numeric>\n#include <vector>\nnamespace scangrade::student { "
+                          "void f(std::vector<int>& v) {\n  std::inclusive_scan(v.begin(), v.end(), v.begin());\n} }\n"
+                          + SLOT, "both", ["student/hierarchical.cu:5 calls std::inclusive_scan", "library scans"]),
     "include_cub_through_a_macro": (HEAD + "#define LIB <cub/cub.cuh>\n#include LIB\n" + SLOT, "both",
                                     # the line of the #include (nvcc's tree) or of the name (g++, where CUB
                                     # is missing and the compile stops there)
                                     ["student/hierarchical.cu:", " includes <cub/cub.cuh>", "CUB and Thrust"]),
     "include_through_a_student_header": (HEAD + '#include "detail/io.cuh"\n' + SLOT, "both",
-                                         ["student/detail/io.cuh:2 includes <fstream> (through "
-                                          "student/hierarchical.cu)", "files and signals"]),
+                                         ["student/detail/io.cuh:2 includes <scangrade/suite.h> "
+                                          "(through student/hierarchical.cu)", "the harness's own headers"]),
     "include_harness_header": (HEAD + '#include "scangrade/alloc_tracker.h"\n' + SLOT, "both",
-                               ["includes <scangrade/alloc_tracker.h>", "student code may include only"]),
+                               ["includes <scangrade/alloc_tracker.h>", "the harness's own headers"]),
     "standard_library_is_allowed": (HEAD + "#include <iostream>\n#include <vector>\n#include <algorithm>\n"
                                     "#include <cstdio>\n#include <cmath>\n#include <atomic>\n#include <climits>\n"
                                     "#include <cassert>\n#include <limits>\n#include <stdint.h>\n" + SLOT,
@@ -122,9 +135,10 @@ CASES = {
     "mprotect_by_hand": (HEAD + 'extern "C" int mprotect(void*, unsigned long, int);\n'
                          "namespace scangrade::student { int f(void* p) { return mprotect(p, 4096, 7); } }\n" + SLOT,
                          "both", ["mprotect", "memory mappings"]),
-    "unknown_function": (HEAD + 'extern "C" int scan_on_the_side(int);\n'
-                         "namespace scangrade::student { int f(int x) { return scan_on_the_side(x); } }\n" + SLOT,
-                         "both", ["scan_on_the_side", "not on the list of functions a scan slot may call"]),
+    # a name is refused only when calling it is the violation: another function is judged by what it does
+    "unknown_function_is_allowed": (HEAD + 'extern "C" int scan_on_the_side(int);\n'
+                                    "namespace scangrade::student { int f(int x) { return scan_on_the_side(x); } }\n"
+                                    + SLOT, "both", []),
     "emulator_trace": (HEAD + "namespace scangrade::student { void f() { scangrade::emu::trace_begin(); } }\n" + SLOT,
                        "emulate", ["scangrade::emu::trace_begin()", "belong to the harness"]),
     # defined symbols
@@ -155,7 +169,7 @@ CASES = {
                             'asm volatile("syscall" : "=a"(r) : "a"(39) : "rcx", "r11", "memory"); return r; } }\n'
                             + SLOT, "both", ["`syscall` in", "system-call instructions"]),
 }
-EXTRA_FILES = {"include_through_a_student_header": {"detail/io.cuh": "#pragma once\n#include <fstream>\n"}}
+EXTRA_FILES = {"include_through_a_student_header": {"detail/io.cuh": "#pragma once\n#include \"scangrade/suite.h\"\n"}}
 
 
 def _check(tmp_path, case, backend):
@@ -223,23 +237,40 @@ def test_rules_file_has_a_reason_for_every_rule():
     doc = json.loads(policy.RULES_FILE.read_text())
     rows = [r for section in doc.values() if isinstance(section, dict) for key, value in section.items()
             if isinstance(value, list) for r in value if isinstance(r, dict)]
-    assert len(rows) > 40
+    assert len(rows) > 30
     assert all(r.get("why") and r.get("pattern") for r in rows), [r for r in rows if not r.get("why")]
     policy.Rules.load()   # every pattern compiles
 
 
 def test_include_tree_judges_direct_includes_and_what_only_a_forbidden_header_reaches():
+    cccl = "/usr/local/cuda/include/cccl"
     tree = [". /usr/include/c++/12/iostream", ".. /usr/include/c++/12/bits/gthr.h", "... /usr/include/pthread.h",
             ". /sub/student/helper.cuh", ".. /usr/include/unistd.h", "... /usr/include/x86_64-linux-gnu/bits/types.h",
-            ". /usr/include/dlfcn.h"]
-    roots = policy.IncludeRoots((Path("/sub/student"),), ())
+            f".. {cccl}/thrust/scan.h", f"... {cccl}/thrust/detail/config.h",
+            ". /usr/include/dlfcn.h", ". /usr/include/math.h"]
+    roots = policy.IncludeRoots((Path("/sub/student"),), (), (), (Path(cccl),))
     sites = {"": policy.IncludeSite("student/hierarchical.cu", '#include "helper.cuh"\n#include <dlfcn.h>\n'),
-             "/sub/student/helper.cuh": policy.IncludeSite("student/helper.cuh", "#pragma once\n#include <unistd.h>\n")}
+             "/sub/student/helper.cuh": policy.IncludeSite("student/helper.cuh",
+                                                           "#pragma once\n#include <unistd.h>\n#include <thrust/scan.h>\n")}
     found = policy.include_tree_violations(tree, roots, "emulate", sites.get)
     text = "; ".join(v.evidence for v in found)
+    # headers are not evidence: system and C headers a student includes by habit or otherwise are allowed
     assert "pthread" not in text and "bits/types.h" not in text and "gthr" not in text
-    assert "student/helper.cuh:2 includes <unistd.h> (through student/hierarchical.cu)" in text
-    assert "student/hierarchical.cu:2 includes <dlfcn.h>" in text
+    assert "unistd" not in text and "dlfcn" not in text and "math.h" not in text
+    # a scan library is, with the chain; what only it reaches is not judged again
+    assert "student/helper.cuh:3 includes <thrust/scan.h> (through student/hierarchical.cu)" in text
+    assert "config.h" not in text
+    assert len(found) == 1
+
+
+def test_a_course_can_keep_an_include_allowlist(monkeypatch):
+    rules = policy.rules()
+    tight = dataclasses.replace(rules, include_direct=(policy.Rule(re.compile("[a-z_0-9]+"), "C++ library", "c++"),),
+                                include_otherwise="only the C++ library here")
+    monkeypatch.setattr(policy_includes, "rules", lambda: tight)
+    assert policy.header_reason("c++", "vector", "gpu") is None
+    assert policy.header_reason("system", "math.h", "gpu") == "only the C++ library here"
+    assert policy.header_reason("student", "mine.h", "gpu") is None
 
 
 def test_the_include_tree_is_not_shown_in_the_log():
