@@ -196,8 +196,13 @@ void Session::policy_finding(const Entry& e, const CheckReply& reply, CaseResult
   if (action == PolicyAction::Off) return;
   const std::string evidence = std::string(student_file(e.c.slot)) + " breaks a rule of the assignment (" + rule +
                                "): " + reply.policy;
-  if (action == PolicyAction::Flag) {
-    r.message += (r.message.empty() ? "" : "\n") + std::string("policy (flagged, not scored): ") + evidence;
+  // the one-block rule keeps a multi-block scan from earning one-block points: a call whose values are
+  // wrong anyway earns nothing, so there it is a note, and the slot's one-block cases keep their points
+  const bool earns_nothing = rule == "launch" && r.status != Status::Pass;
+  if (action == PolicyAction::Flag || earns_nothing) {
+    r.message += (r.message.empty() ? "" : "\n") +
+                 std::string(earns_nothing ? "policy (not scored: this case did not pass anyway): "
+                                           : "policy (flagged, not scored): ") + evidence;
     return;
   }
   r.message = evidence + correctness_note(r);

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "scangrade/suite.h"  // Slot
 
@@ -31,8 +32,17 @@ struct Findings {
 /// unavailable (then every Findings says nothing, and the worker reports the reason).
 std::string install();
 
-/// Around one slot call (the worker calls begin, the slot, synchronizes, then end).
-void begin(Slot slot);
+/// Device memory the worker knows (the case's input and output mappings): copies from or to it are
+/// device-side whatever the driver's pointer attributes say.
+struct DeviceRange {
+  const void* ptr;
+  std::size_t bytes;
+};
+
+/// Around one slot call (the worker calls begin, the slot, synchronizes, then end). `data_bytes` is
+/// the case's input size (n * sizeof(T)): it sets how much the host may send the device after a
+/// read-back (policy_rules.h).
+void begin(Slot slot, std::int64_t data_bytes, std::vector<DeviceRange> device);
 Findings end();
 
 }  // namespace scangrade::grader::policy

@@ -8,10 +8,13 @@
 // * Each API is recorded once: a driver call made inside a runtime call we watch (cudaMemcpy ->
 //   cuMemcpy..., cudaMallocHost -> cuMemHostAlloc, cudaLaunchKernel -> cuLaunchKernel) is skipped;
 //   a per-thread depth counter of the watched runtime calls says when.
-// * Copies record on API exit when the call succeeded; cudaMemcpyDefault and the unified cuMemcpy /
-//   cuMemcpyAsync are resolved with cuPointerGetAttribute (the driver: it never touches the runtime's
-//   last error, which the student's code may be about to read). Array copies, peer copies, graphs
-//   and cudaMemcpy3DBatchAsync are not followed.
+// * Copies record on API exit when the call succeeded, by where their pointers really are, never by
+//   their `kind` label (with unified addressing the runtime copies device<->host whatever the label
+//   says): the case's buffers (named by the worker at begin()) and cuPointerGetAttribute (the driver:
+//   it never touches the runtime's last error, which the student's code may be about to read). Array
+//   copies, peer copies, graphs and cudaMemcpy3DBatchAsync are not followed (the build refuses them).
+// * Other doors to the device count as uploads: every memset call (kMemsetBytes) and every launch's
+//   parameter buffer (its size from cuFuncGetParamInfo, once per kernel).
 // * In-process monitoring can be tampered with by code in the same process: evidence, not proof.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -24,6 +27,8 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "policy_monitor.h"
 #include "policy_rules.h"
@@ -37,9 +42,13 @@ struct Cupti {
   decltype(&cuptiGetResultString) result_string = nullptr;
 };
 using PointerGetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+using FuncGetParamInfo = CUresult (*)(CUfunction, size_t, size_t*, size_t*);
 
 Cupti g_cupti;
 PointerGetAttribute g_pointer_attribute = nullptr;
+FuncGetParamInfo g_param_info = nullptr;
+std::vector<DeviceRange> g_device;                            // the case's buffers (begin)
+std::unordered_map<const void*, std::int64_t> g_param_bytes;  // kernel -> parameter bytes (under g_mutex)
 CUpti_SubscriberHandle g_subscriber = nullptr;
 std::string g_unavailable = "install() was not called";
 bool g_installed = false;
@@ -54,6 +63,10 @@ thread_local bool t_in_callback = false;  // our own driver calls (cuPointerGetA
 
 /// True when p is host memory (pageable, page-locked or unknown to CUDA), false for device/managed memory.
 bool is_host(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (const DeviceRange& r : g_device) {
+    if (a >= reinterpret_cast<std::uintptr_t>(r.ptr) && a - reinterpret_cast<std::uintptr_t>(r.ptr) < r.bytes) return false;
+  }
   if (g_pointer_attribute == nullptr) return false;
   unsigned int type = 0;
   CUresult r = g_pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, reinterpret_cast<CUdeviceptr>(p));
@@ -67,13 +80,41 @@ CopyDirection direction(bool dst_host, bool src_host) {
   return CopyDirection::Other;
 }
 
-CopyDirection runtime_direction(cudaMemcpyKind kind, const void* dst, const void* src) {
-  switch (kind) {
-    case cudaMemcpyDeviceToHost: return CopyDirection::DeviceToHost;
-    case cudaMemcpyHostToDevice: return CopyDirection::HostToDevice;
-    case cudaMemcpyDefault: return direction(is_host(dst), is_host(src));
-    default: return CopyDirection::Other;
+/// A runtime copy's direction by its pointers; the `kind` label is not evidence (a copy labelled
+/// cudaMemcpyHostToHost between device and host memory still moves the data).
+CopyDirection runtime_direction(cudaMemcpyKind, const void* dst, const void* src) {
+  return direction(is_host(dst), is_host(src));
+}
+
+/// Bytes of a kernel's parameter buffer (0 when the driver cannot say), once per kernel.
+std::int64_t param_bytes(const void* key, CUfunction f) {
+  if (auto it = g_param_bytes.find(key); it != g_param_bytes.end()) return it->second;
+  std::int64_t bytes = 0;
+  if (g_param_info != nullptr && f != nullptr) {
+    std::size_t offset = 0, size = 0;
+    for (std::size_t i = 0; i < 4096 && g_param_info(f, i, &offset, &size) == CUDA_SUCCESS; ++i) {
+      bytes = std::max<std::int64_t>(bytes, std::int64_t(offset + size));
+    }
   }
+  g_param_bytes.emplace(key, bytes);
+  return bytes;
+}
+
+/// A runtime launch's parameter bytes (func is the host stub nvcc registered).
+std::int64_t runtime_param_bytes(const void* func) {
+  if (auto it = g_param_bytes.find(func); it != g_param_bytes.end()) return it->second;
+  cudaFunction_t f = nullptr;
+  if (cudaGetFuncBySymbol(&f, func) != cudaSuccess) {
+    cudaGetLastError();  // ours, not the student's: the launch it follows succeeded
+    f = nullptr;
+  }
+  return param_bytes(func, reinterpret_cast<CUfunction>(f));
+}
+
+void record_launch(Trace& t, const CUpti_CallbackData* cb, const std::string& api, std::int64_t grid,
+                   std::int64_t params) {
+  t.launch(cb->symbolName != nullptr ? cb->symbolName : api, grid);
+  t.upload("kernel parameters", params);
 }
 
 std::int64_t blocks(std::uint64_t x, std::uint64_t y, std::uint64_t z) { return std::int64_t(x * y * z); }
@@ -87,33 +128,25 @@ bool runtime_symbol_copy_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* c
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_ptds_v7000: {
       auto* a = static_cast<const cudaMemcpyToSymbol_v3020_params*>(p);
-      if (a->kind == cudaMemcpyHostToDevice || (a->kind == cudaMemcpyDefault && is_host(a->src))) {
-        t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
-      }
+      if (is_host(a->src)) t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_ptsz_v7000: {
       auto* a = static_cast<const cudaMemcpyToSymbolAsync_v3020_params*>(p);
-      if (a->kind == cudaMemcpyHostToDevice || (a->kind == cudaMemcpyDefault && is_host(a->src))) {
-        t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
-      }
+      if (is_host(a->src)) t.copy(api, CopyDirection::HostToDevice, std::int64_t(a->count));
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000: {
       auto* a = static_cast<const cudaMemcpyFromSymbol_v3020_params*>(p);
-      if (a->kind == cudaMemcpyDeviceToHost || (a->kind == cudaMemcpyDefault && is_host(a->dst))) {
-        t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
-      }
+      if (is_host(a->dst)) t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020:
     case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000: {
       auto* a = static_cast<const cudaMemcpyFromSymbolAsync_v3020_params*>(p);
-      if (a->kind == cudaMemcpyDeviceToHost || (a->kind == cudaMemcpyDefault && is_host(a->dst))) {
-        t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
-      }
+      if (is_host(a->dst)) t.copy(api, CopyDirection::DeviceToHost, std::int64_t(a->count));
       break;
     }
     default: return false;
@@ -182,13 +215,13 @@ bool runtime_launch_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, co
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000: {
       auto* a = static_cast<const cudaLaunchKernel_v7000_params*>(p);
-      t.launch(cb->symbolName != nullptr ? cb->symbolName : api, blocks(a->gridDim.x, a->gridDim.y, a->gridDim.z));
+      record_launch(t, cb, api, blocks(a->gridDim.x, a->gridDim.y, a->gridDim.z), runtime_param_bytes(a->func));
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
       auto* a = static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(p);
-      t.launch(cb->symbolName != nullptr ? cb->symbolName : api, blocks(a->gridDim.x, a->gridDim.y, a->gridDim.z));
+      record_launch(t, cb, api, blocks(a->gridDim.x, a->gridDim.y, a->gridDim.z), runtime_param_bytes(a->func));
       break;
     }
     case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
@@ -196,7 +229,7 @@ bool runtime_launch_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, co
       auto* a = static_cast<const cudaLaunchKernelExC_v11060_params*>(p);
       if (a->config == nullptr) break;
       const dim3 g = a->config->gridDim;
-      t.launch(cb->symbolName != nullptr ? cb->symbolName : api, blocks(g.x, g.y, g.z));
+      record_launch(t, cb, api, blocks(g.x, g.y, g.z), runtime_param_bytes(a->func));
       break;
     }
     default: return false;
@@ -237,8 +270,28 @@ bool runtime_host_memory_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* c
   return true;
 }
 
+/// The runtime's memsets: each call is an upload of kMemsetBytes. False when `cbid` is none of them.
+bool runtime_memset_exit(CUpti_CallbackId cbid, const std::string& api, Trace& t) {
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_ptds_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000: t.upload(api, kMemsetBytes); return true;
+    default: return false;
+  }
+}
+
 void runtime_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) {
   const std::string api = cb->functionName != nullptr ? cb->functionName : "cuda?";
+  if (runtime_memset_exit(cbid, api, t)) return;
   if (!runtime_copy_exit(cbid, cb, api, t) && !runtime_symbol_copy_exit(cbid, cb, api, t) &&
       !runtime_launch_exit(cbid, cb, api, t))
     runtime_host_memory_exit(cbid, cb, api, t);
@@ -264,6 +317,19 @@ std::int64_t launch_blocks_driver(CUpti_CallbackId cbid, const void* p) {
       return a->config == nullptr ? 0 : blocks(a->config->gridDimX, a->config->gridDimY, a->config->gridDimZ);
     }
     default: return 0;
+  }
+}
+
+CUfunction launch_function(CUpti_CallbackId cbid, const void* p) {
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: return static_cast<const cuLaunchKernel_params*>(p)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return static_cast<const cuLaunchCooperativeKernel_params*>(p)->f;
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: return static_cast<const cuLaunchKernelEx_params*>(p)->f;
+    default: return nullptr;
   }
 }
 
@@ -309,8 +375,23 @@ void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) 
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-      t.launch(cb->symbolName != nullptr ? cb->symbolName : api, launch_blocks_driver(cbid, p));
+    {
+      CUfunction f = launch_function(cbid, p);
+      record_launch(t, cb, api, launch_blocks_driver(cbid, p), param_bytes(f, f));
       break;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz: t.upload(api, kMemsetBytes); break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2: {
       auto* a = static_cast<const cuMemAllocHost_v2_params*>(p);
       t.host_use(HostMemory::Pinned, api, std::int64_t(a->bytesize));
@@ -362,6 +443,18 @@ constexpr CUpti_CallbackId kRuntimeCallbacks[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000,
     CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_ptsz_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
@@ -402,6 +495,18 @@ constexpr CUpti_CallbackId kDriverCallbacks[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
     CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
     CUPTI_DRIVER_TRACE_CBID_cuMemHostGetDevicePointer_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
 };
 
 bool succeeded(CUpti_CallbackDomain domain, const CUpti_CallbackData* cb) {
@@ -465,6 +570,7 @@ std::string do_install() {
   }
   if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL); cuda != nullptr) {
     g_pointer_attribute = reinterpret_cast<PointerGetAttribute>(dlsym(cuda, "cuPointerGetAttribute"));
+    g_param_info = reinterpret_cast<FuncGetParamInfo>(dlsym(cuda, "cuFuncGetParamInfo"));
   }
   if (CUptiResult r = g_cupti.subscribe(&g_subscriber, reinterpret_cast<CUpti_CallbackFunc>(on_api), nullptr);
       r != CUPTI_SUCCESS) {
@@ -494,9 +600,11 @@ std::string install() {
   return g_unavailable;
 }
 
-void begin(Slot slot) {
+void begin(Slot slot, std::int64_t data_bytes, std::vector<DeviceRange> device) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_trace = Trace{};
+  g_trace.data_bytes = data_bytes;
+  g_device = std::move(device);
   g_slot = slot;
   g_open.store(g_installed && g_unavailable.empty(), std::memory_order_release);
 }

@@ -18,6 +18,7 @@ namespace {
 
 Slot g_slot = Slot::Hierarchical;
 bool g_open = false;
+std::int64_t g_data_bytes = 0;
 
 HostMemory host_memory(emu::Trace::HostKind kind) {
   switch (kind) {
@@ -61,9 +62,10 @@ Trace translate(const emu::Trace& e) {
 
 std::string install() { return ""; }
 
-void begin(Slot slot) {
+void begin(Slot slot, std::int64_t data_bytes, std::vector<DeviceRange>) {
   g_slot = slot;
   g_open = true;
+  g_data_bytes = data_bytes;
   emu::trace_begin();
 }
 
@@ -71,7 +73,9 @@ Findings end() {
   emu::Trace e = emu::trace_end();
   if (!g_open) return Findings{};
   g_open = false;
-  return evaluate(translate(e), g_slot);
+  Trace t = translate(e);
+  t.data_bytes = g_data_bytes;
+  return evaluate(t, g_slot);
 }
 
 }  // namespace scangrade::grader::policy

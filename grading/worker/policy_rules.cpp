@@ -93,15 +93,14 @@ std::string library_rule(const Trace& t) {
   return "";
 }
 
-// host_compute (a): a device->host->device round trip over the limit each way
+// host_compute (a): data read back from the device, then more than the upload limit sent to it
 std::string copy_rule(const Trace& t) {
   const std::int64_t read = t.d2h_before_last_h2d, written = t.h2d_after_first_d2h;
-  if (read <= kRoundTripLimit || written <= kRoundTripLimit) return "";
-  std::int64_t largest = 0;
-  std::vector<std::string> apis;
+  if (read <= kRoundTripLimit || written <= t.upload_limit()) return "";
+  std::vector<std::string> reads, sends;
   for (const auto& [api, c] : t.copies) {
-    largest = std::max(largest, c.largest);
-    apis.push_back(api);
+    if (c.d2h_bytes > 0) reads.push_back(api + " " + plural(c.d2h_bytes, "byte", "bytes"));
+    if (c.h2d_bytes > 0) sends.push_back(api + " " + plural(c.h2d_bytes, "byte", "bytes"));
   }
   std::vector<std::string> pinned;
   for (const Trace::HostUse& u : t.host_memory) {
@@ -109,14 +108,16 @@ std::string copy_rule(const Trace& t) {
       pinned.push_back(u.api);
     }
   }
-  std::string s = "the slot copied " + plural(read, "byte", "bytes") + " device->host and then " +
-                  plural(written, "byte", "bytes") + " host->device (" + join(apis) + "; largest single copy " +
-                  plural(largest, "byte", "bytes") + ")";
+  std::string s = "the slot read " + plural(read, "byte", "bytes") + " back from the device and then sent " +
+                  plural(written, "byte", "bytes") + " to it (read: " + join(reads) + "; sent, in all: " +
+                  join(sends) + ")";
   if (!pinned.empty()) s += ", staged in page-locked host memory (" + join(pinned) + ")";
-  return s + ": data read on the host and results written back (a round trip of more than " +
-         std::to_string(kRoundTripLimit) +
-         " bytes each way) is a scan computed on the host, which is not allowed; keep the data on the device "
-         "(copies in one direction only, such as a debug print or an upload of initial values, are allowed).";
+  return s + ": data read on the host and results written back is a scan computed on the host, which is not "
+             "allowed, whatever the door (copies of any kind, memsets, kernel parameters, symbols); keep the data "
+             "on the device. A read-back followed by at most " + plural(t.upload_limit(), "byte", "bytes") +
+         " sent to the device (one value per " + std::to_string(kUploadFraction) +
+         " elements, such as tile sums) is allowed, and so are copies in one direction only (a debug print, an "
+         "upload of initial values).";
 }
 
 // host_compute (b): managed, mapped, registered host memory

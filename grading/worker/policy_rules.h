@@ -7,14 +7,24 @@
 //   library       a kernel whose name (mangled or demangled) is a library scan's: cub:: / thrust::
 //                 (mangled N3cub / N6thrust), ModernGPU (mgpu::), CUDPP, or a CUB DeviceScan kernel.
 //                 The name is cut at kNameShown characters in the message.
-//   host_compute  (a) a round trip through the host: data copied device->host and then data copied
-//                     host->device, each way more than kRoundTripLimit bytes. The bytes counted are the
-//                     device->host bytes copied before the last host->device copy (what the host could
-//                     have read before writing back) and the host->device bytes copied after the first
-//                     device->host copy (what could depend on them). The size of a copy is not evidence:
-//                     copies in one direction only are allowed whatever their size (a debug print that
-//                     copies a few arrays to the host, an upload of initial flags or sums before any
-//                     read-back), and so are round trips of a few scalars (a tile count, a flag);
+//   host_compute  (a) a round trip through the host, judged by data flow through every channel: data
+//                     that reached the host from the device and then data that reached the device from
+//                     the host. Copies count by where their pointers really are (never by the `kind`
+//                     label: with unified addressing the runtime copies device<->host whatever it says),
+//                     symbol copies count as copies, and uploads by other doors count too: every
+//                     memset call carries kMemsetBytes (its value and extent), every kernel launch its
+//                     parameter buffer. The bytes counted are the device->host bytes read before the
+//                     last upload (what the host could have read before writing back) and the bytes
+//                     uploaded after the first read-back (what could depend on them). It is host
+//                     compute when more than kRoundTripLimit bytes were read AND more than
+//                     upload_limit() bytes were sent back: max(kRoundTripLimit, the case's data bytes /
+//                     kUploadFraction). So the size of a copy alone is not evidence: copies in one
+//                     direction only are allowed whatever their size (a debug print that copies a few
+//                     arrays to the host, an upload of initial flags or sums before any read-back),
+//                     round trips of a few scalars (a tile count, a flag) are allowed, and so is a host
+//                     that gathers one value per tile of 16 or more elements after reading the output
+//                     back (block sums for the next level); a scan computed on the host and written back
+//                     sends n values, 16 times over the line.
 //                 (b) any use of host memory the device can address or the host can read without a
 //                     copy: managed memory (cudaMallocManaged, cuMemAllocManaged), mapped memory
 //                     (cudaHostAlloc with cudaHostAllocMapped, cuMemHostAlloc with
@@ -38,6 +48,7 @@
 // Only allocations made inside the call count; freeing an older allocation changes nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -50,6 +61,11 @@ namespace scangrade::grader::policy {
 /// Bytes each way of a device->host->device round trip one slot call may make (512 int32 values; a round
 /// trip of a few scalars stays under it).
 inline constexpr std::int64_t kRoundTripLimit = 2048;
+/// After a read-back, the host may send the device one value per this many elements of the case
+/// (beyond kRoundTripLimit bytes) before the call counts as host compute.
+inline constexpr std::int64_t kUploadFraction = 16;
+/// What one memset call can carry to the device (its value and its extent).
+inline constexpr std::int64_t kMemsetBytes = 8;
 /// Characters of a kernel name quoted in a message.
 inline constexpr std::size_t kNameShown = 120;
 /// Distinct kernel names kept per call (later ones only add to the launch count).
@@ -89,7 +105,9 @@ struct Trace {
     std::int64_t bytes;
   };
 
-  std::map<std::string, Copies> copies;   // by API name (cudaMemcpy, cudaMemcpyAsync, cuMemcpyDtoH_v2, ...)
+  std::int64_t data_bytes = 0;             // the case's input bytes (n * sizeof(T)): sets upload_limit()
+  std::map<std::string, Copies> copies;   // by channel: the API name (cudaMemcpy, cudaMemcpyToSymbol,
+                                          // cudaMemsetAsync, ...) or "kernel parameters"
   // the round trip (host_compute (a)), in the order of the calls
   std::int64_t d2h_so_far = 0;           // device->host bytes copied so far
   std::int64_t d2h_before_last_h2d = 0;  // device->host bytes copied before the last host->device copy
@@ -100,6 +118,10 @@ struct Trace {
   std::map<std::uintptr_t, Pinned> pinned_live;  // page-locked allocations made during the call, not freed
 
   void copy(const std::string& api, CopyDirection direction, std::int64_t bytes);
+  /// Data sent to the device by a door other than a copy (a memset, a kernel's parameters).
+  void upload(const std::string& channel, std::int64_t bytes) { copy(channel, CopyDirection::HostToDevice, bytes); }
+  /// What the host may send after a read-back before the call is host compute (bytes, exclusive).
+  std::int64_t upload_limit() const { return std::max(kRoundTripLimit, data_bytes / kUploadFraction); }
   void launch(const std::string& kernel, std::int64_t blocks);
   void host_use(HostMemory kind, const std::string& api, std::int64_t bytes);
   /// A page-locked allocation made during the call (also call host_use for it).

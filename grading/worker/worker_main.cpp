@@ -163,7 +163,8 @@ bool check(const std::string& dir, const Command& c, CheckReply& r) {
       throw std::runtime_error("the command names kept case buffers that this worker does not hold");
     }
     const SharedMappings& buffers = *g_check_buffers;
-    policy::begin(c.c.slot);
+    policy::begin(c.c.slot, std::int64_t(c.c.n * sizeof(T)),
+                  {{buffers.at<const T>(0), c.sizes[0]}, {buffers.at<T>(1), c.sizes[1]}});
     monitored = true;
 #ifdef SCANGRADE_EMULATED
     run = run_emulated_in_place(fn, buffers.at<const T>(0), buffers.at<T>(1), c.c.n,

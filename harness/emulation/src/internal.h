@@ -41,7 +41,7 @@ bool stream_is_valid(cudaStream_t stream);
 /// Called by reset(): forget the scheduler's per-launch settings (not the thread order).
 void reset_scheduler_limits();
 /// A launch that runs (valid configuration), for the trace (trace_begin .. trace_end).
-void trace_launch(const char* file, int line, std::uint64_t blocks);
+void trace_launch(const char* file, int line, std::uint64_t blocks, std::size_t param_bytes);
 /// The same launch, for launched_kernels(): its site, and the kernel the rewriter named (nullptr: none).
 void note_launch(const char* file, int line, const char* kernel, const char* kernel_file, int kernel_line);
 /// "the kernel `k` (student/x.cu:14) launched at student/x.cu:40 ..., block (0,0,0) thread (3,0,0)" while

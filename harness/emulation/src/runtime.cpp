@@ -36,6 +36,7 @@ struct Allocation {
   bool from_pool;
   Memory memory = Memory::Device;
   bool in_arena = true;  // the emulator's own memory (arena.h); adopted and registered memory is not
+  bool case_buffer = false;  // the harness's buffers of a case (adopt_memory, map_shared_memory): device memory
 };
 
 struct Runtime {
@@ -186,6 +187,14 @@ cudaError_t release(void* ptr, const char* api) {
 
 bool is_device(const void* p) { return find_device(p, 1) != nullptr; }
 
+/// Where a pointer really is, for the policy's trace: device (or managed) memory; host memory the
+/// device can address (page-locked, mapped, registered) is host memory, as the GPU's pointer
+/// attributes say.
+bool is_device_side(const void* p) {
+  const Allocation* a = find_device(p, 1);
+  return a != nullptr && (a->memory == Memory::Device || a->memory == Memory::Managed || a->case_buffer);
+}
+
 std::string size_text(std::size_t bytes) { return std::to_string(bytes) + "-byte"; }
 
 }  // namespace
@@ -234,6 +243,7 @@ namespace {
 // ---- trace (scangrade::emu::trace_begin / trace_end) ----
 
 constexpr std::size_t kTraceKept = 4096;  // kernels and host-memory events kept per trace
+constexpr std::size_t kMemsetBytes = 8;  // what one memset call carries (grading/worker/policy_rules.h kMemsetBytes)
 
 void trace_copy(const char* api, std::size_t count, bool to_device) {
   Runtime& r = rt();
@@ -251,6 +261,12 @@ void trace_copy(const char* api, std::size_t count, bool to_device) {
     t.h2d_after_first_d2h += count;
     t.d2h_before_last_h2d = t.d2h_so_far;
   }
+}
+
+/// Data sent to the device by a door other than a copy (a memset, a kernel's parameters), for the
+/// policy's round-trip rule (grading/worker/policy_rules.h: the same accounting as a copy).
+void trace_upload(const char* channel, std::size_t bytes) {
+  if (bytes > 0) trace_copy(channel, bytes, true);
 }
 
 void trace_host(Trace::HostKind kind, const char* api, const void* ptr, std::size_t bytes, unsigned flags) {
@@ -293,7 +309,9 @@ cudaError_t copy(void* dst, const void* src, std::size_t count, cudaMemcpyKind k
   if (dst_dev && src_dev) r.stats.bytes_d2d += count;
   else if (dst_dev) r.stats.bytes_h2d += count;
   else if (src_dev) r.stats.bytes_d2h += count;
-  if (dst_dev != src_dev) trace_copy(api, count, dst_dev);
+  // the trace follows where the pointers really are, never the label: with unified addressing the GPU's
+  // runtime copies device<->host whatever the kind says (cudaMemcpyHostToHost included)
+  if (const bool to_device = is_device_side(dst); to_device != is_device_side(src)) trace_copy(api, count, to_device);
   return cudaSuccess;
 }
 
@@ -306,6 +324,7 @@ cudaError_t fill(void* ptr, int value, std::size_t count, const char* api) {
                                                 ") is not inside one device allocation");
   }
   std::memset(ptr, value, count);
+  trace_upload(api, kMemsetBytes);  // what one call can carry to the device: its value and its extent
   return cudaSuccess;
 }
 
@@ -320,9 +339,10 @@ cudaError_t check_stream(cudaStream_t stream, const char* api) {
 
 ErrorState& errors() { return rt().errors; }
 
-void trace_launch(const char* file, int line, std::uint64_t blocks) {
+void trace_launch(const char* file, int line, std::uint64_t blocks, std::size_t param_bytes) {
   Runtime& r = rt();
   if (!r.tracing) return;
+  trace_upload("kernel parameters", param_bytes);
   ++r.trace.launches;
   std::string name = "<kernel at " + std::string(file) + ":" + std::to_string(line) + ">";
   auto& kernels = r.trace.kernels;
@@ -820,9 +840,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 void scangrade_emu_symbol_copy(const char* api, const void* other, std::size_t count, cudaMemcpyKind kind,
                                bool to_symbol) {
   using namespace scangrade::emu::detail;
-  const bool host_side = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToHost ||
-                         (kind == cudaMemcpyDefault && !is_device(other));
-  if (host_side && count > 0) trace_copy(api, count, to_symbol);
+  (void)kind;  // where `other` really is decides, as for every copy
+  if (!is_device_side(other) && count > 0) trace_copy(api, count, to_symbol);
 }
 
 // ---- kernel attributes --------------------------------------------------------------------------
@@ -909,7 +928,7 @@ void clear_launched_kernels() { detail::g_launched.clear(); }
 
 void adopt_memory(void* ptr, std::size_t size) {
   if (ptr != nullptr && size > 0) detail::rt().device[reinterpret_cast<std::uintptr_t>(ptr)] =
-      detail::Allocation{size, false, detail::Memory::Registered, false};  // never freed here, in no balance
+      detail::Allocation{size, false, detail::Memory::Registered, false, true};  // never freed here, in no balance
 }
 void forget_memory(void* ptr) { detail::rt().device.erase(reinterpret_cast<std::uintptr_t>(ptr)); }
 
@@ -917,7 +936,7 @@ void* map_shared_memory(int fd, std::size_t size) {
   void* p = detail::arena_map_file(fd, size);
   if (p != nullptr) {
     detail::rt().device[reinterpret_cast<std::uintptr_t>(p)] =
-        detail::Allocation{std::max<std::size_t>(size, 1), false, detail::Memory::Registered, true};
+        detail::Allocation{std::max<std::size_t>(size, 1), false, detail::Memory::Registered, true, true};
     detail::rt().shared[p] = size;
   }
   return p;

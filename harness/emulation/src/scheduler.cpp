@@ -527,7 +527,7 @@ void Scheduler::launch(const LaunchConfig& cfg, const char* file, int line, Thre
 
   Stats& stats = mutable_stats();
   ++stats.launches;
-  trace_launch(file, line, std::uint64_t(g.x) * g.y * g.z);
+  trace_launch(file, line, std::uint64_t(g.x) * g.y * g.z, cfg.param_bytes);
   g_entered_kernel = nullptr;
   launch_file_ = file;
   launch_line_ = line;

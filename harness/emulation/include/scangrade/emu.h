@@ -141,7 +141,7 @@ void set_poison(bool enabled);
 /// memory count as device memory.
 struct Trace {
   struct Copies {
-    std::string api;  // "cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpyToSymbol", ...
+    std::string api;  // "cudaMemcpy", "cudaMemcpyToSymbol", ...; uploads by other doors: "cudaMemset", "kernel parameters"
     std::uint64_t h2d_bytes = 0, d2h_bytes = 0;
     std::uint64_t largest = 0;  // largest single copy
     std::uint64_t count = 0;

@@ -106,6 +106,7 @@ struct LaunchConfig {
   dim3 block;
   std::size_t shared_bytes;
   cudaStream_t stream;
+  std::size_t param_bytes = 0;  // the kernel's arguments, set by launch(): what the host sends with it
   LaunchConfig(dim3 g, dim3 b, std::size_t smem = 0, cudaStream_t s = nullptr)
       : grid(g), block(b), shared_bytes(smem), stream(s) {}
 };
@@ -121,7 +122,9 @@ inline void launch(const char* file, int line, Call&& call, const LaunchConfig& 
   std::tuple<std::decay_t<Args>...> params(std::forward<Args>(args)...);
   auto body = [&]() { std::apply(call, params); };
   using Body = decltype(body);
-  run_launch(config, file, line, [](void* closure) { (*static_cast<Body*>(closure))(); }, &body);
+  LaunchConfig with_params = config;
+  with_params.param_bytes = sizeof(params);
+  run_launch(with_params, file, line, [](void* closure) { (*static_cast<Body*>(closure))(); }, &body);
 }
 
 // ---- call-site helpers --------------------------------------------------------------------------
