@@ -24,6 +24,9 @@
 #   tools/gpu-check.sh [all|core|gallery|batch|final|bench|repro]   (REFERENCE_BENCH=0 skips the reference scans)
 #      core: 1-4; gallery: 1 and 5; batch: 1 and 6; final: 1-4 and 6; bench: 1 and 7;
 #      repro: 1 and 8; all: 1-5 (default)
+#   GALLERY_ENTRIES=a,b,... grades only those gallery entries (gallery phase); CLASS_DIR=folder also
+#   grades that folder of submissions as a class on the GPU (any phase) and prints each one's slot
+#   verdicts and points (a course's calibration set, kept outside the repository).
 # Prints a summary last; logs and results go to $OUT (default: build-gpu/logs).
 # Needs: nvcc, cmake, GoogleTest; nlohmann/json installed or in .deps/include/nlohmann/; bubblewrap
 # installed or unpacked in .deps/bwrap-root/ (apt-get download bubblewrap && dpkg -x ... .deps/bwrap-root).
@@ -81,7 +84,7 @@ fi
 if run_gallery; then
 step "gallery on the GPU"
 python3 grading/gallery.py --backend gpu --build-dir "$BUILD" --out "$LOGS/gallery" --jobs 4 \
-  --json "$LOGS/gallery.json" >"$LOGS/gallery.log" 2>&1
+  ${GALLERY_ENTRIES:+--entries "$GALLERY_ENTRIES"} --json "$LOGS/gallery.json" >"$LOGS/gallery.log" 2>&1
 gallery_rc=$?
 step "fidelity: the GPU's case statuses vs the emulated snapshot"
 python3 tools/bench_fidelity.py "$LOGS/gallery" grading/fidelity/emulated_statuses.json \
@@ -199,6 +202,15 @@ cp "$BUILD/bench/bench.json" "$BUILD/bench/out/batch.json" "$BUILD/bench/out/gra
   "$BUILD/bench/out/report.html" "$LOGS/bench/" 2>/dev/null
 fi
 
+class_rc=-
+if [ -n "${CLASS_DIR:-}" ]; then
+step "a class folder on the GPU: $CLASS_DIR"
+python3 grading/batch.py "$CLASS_DIR" --out "$LOGS/class" --build-dir "$BUILD" --backend gpu --quiet \
+  >"$LOGS/class-batch.log" 2>&1
+class_rc=$?
+python3 tools/slot_verdicts.py "$LOGS/class" >"$LOGS/class.log" 2>&1 || class_rc=1
+fi
+
 echo
 echo "================ GPU check summary ================"
 cat "$LOGS/device.txt" "$LOGS/sandbox.txt" 2>/dev/null
@@ -225,6 +237,8 @@ if run_bench; then
   cat "$LOGS/single-phases.txt"
   cat "$LOGS/bench.log" "$LOGS/bench-machine.txt"
 fi
+[ -n "${CLASS_DIR:-}" ] && { grep -E "^batch: [0-9]+ submission" "$LOGS/class-batch.log"; cat "$LOGS/class.log"; }
+printf 'class=%s ' "$class_rc"
 printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s reference=%s fidelity=%s repro=%s\n' \
   "$ctest_rc" "$selftest_rc" "$student_rc" "$demo_rc" "$gallery_rc" "$batch_rc" "$verdicts_rc" "$exploits_rc" "$bench_rc" \
   "$output_check_rc" "$single_rc" "$reference_rc" "$fidelity_rc" "$repro_rc"
