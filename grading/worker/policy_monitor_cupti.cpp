@@ -100,15 +100,28 @@ std::int64_t param_bytes(const void* key, CUfunction f) {
   return bytes;
 }
 
-/// A runtime launch's parameter bytes (func is the host stub nvcc registered).
+/// A runtime launch's parameter bytes (func is the host stub nvcc registered), once per kernel: the
+/// runtime's cudaFuncGetParamInfo, asked index by index until it says there is none. Its error for
+/// the index past the last parameter would be the student's next cudaGetLastError: it is asked only
+/// when no error of the student's is pending, and its own error is cleared after.
 std::int64_t runtime_param_bytes(const void* func) {
   if (auto it = g_param_bytes.find(func); it != g_param_bytes.end()) return it->second;
-  cudaFunction_t f = nullptr;
-  if (cudaGetFuncBySymbol(&f, func) != cudaSuccess) {
-    cudaGetLastError();  // ours, not the student's: the launch it follows succeeded
-    f = nullptr;
+  if (cudaPeekAtLastError() != cudaSuccess) return 0;  // the student's error: not ours to clear (asked again later)
+  std::int64_t bytes = 0;
+  std::size_t offset = 0, size = 0, i = 0;
+  for (; i < 4096 && cudaFuncGetParamInfo(func, i, &offset, &size) == cudaSuccess; ++i) {
+    bytes = std::max<std::int64_t>(bytes, std::int64_t(offset + size));
   }
-  return param_bytes(func, reinterpret_cast<CUfunction>(f));
+  cudaGetLastError();  // ours (the index past the last parameter)
+  if (i == 0) {        // the runtime could not say: the driver's view of the same kernel
+    cudaFunction_t f = nullptr;
+    const bool found = cudaGetFuncBySymbol(&f, func) == cudaSuccess;
+    cudaGetLastError();
+    g_param_bytes.erase(func);
+    return param_bytes(func, found ? reinterpret_cast<CUfunction>(f) : nullptr);
+  }
+  g_param_bytes.emplace(func, bytes);
+  return bytes;
 }
 
 void record_launch(Trace& t, const CUpti_CallbackData* cb, const std::string& api, std::int64_t grid,
