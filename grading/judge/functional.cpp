@@ -196,9 +196,13 @@ void Session::policy_finding(const Entry& e, const CheckReply& reply, CaseResult
   if (action == PolicyAction::Off) return;
   const std::string evidence = std::string(student_file(e.c.slot)) + " breaks a rule of the assignment (" + rule +
                                "): " + reply.policy;
-  // the one-block rule keeps a multi-block scan from earning one-block points: a call whose values are
-  // wrong anyway earns nothing, so there it is a note, and the slot's one-block cases keep their points
-  const bool earns_nothing = rule == "launch" && r.status != Status::Pass;
+  // the one-block rule keeps a multi-block scan from earning one-block points: it is judged per call.
+  // A call that launched more than one block scores 0 (policy_violation) when its values passed, and
+  // keeps its own status with a note when they did not (it earned nothing anyway); the slot's calls
+  // that kept to one block keep their results (a student whose block scan spills into more blocks
+  // above some n is not zeroed for the n it handles in one block)
+  const bool per_call = rule == "launch";
+  const bool earns_nothing = per_call && r.status != Status::Pass;
   if (action == PolicyAction::Flag || earns_nothing) {
     r.message += (r.message.empty() ? "" : "\n") +
                  std::string(earns_nothing ? "policy (not scored: this case did not pass anyway): "
@@ -207,7 +211,7 @@ void Session::policy_finding(const Entry& e, const CheckReply& reply, CaseResult
   }
   r.message = evidence + correctness_note(r);
   r.status = Status::PolicyViolation;
-  policy_slots_.emplace(e.c.slot, evidence);
+  if (!per_call) policy_slots_.emplace(e.c.slot, evidence);
 }
 
 namespace {

@@ -11,6 +11,8 @@
 //   crash_large=SLOT dies of SIGSEGV on every check of that slot with n > 2048
 //   host_copy_large=SLOT  right results, but every check of that slot with n > 2048 reports a run-time
 //                    policy finding (host_compute), as the policy monitor does for a round trip
+//   two_blocks_large=SLOT  every check of that slot with n > 2048 reports a multi-block launch (the
+//                    launch rule); results are right up to n = 4096 and wrong above
 //   stale_timed      timed calls write nothing (a slot that caches results)
 //   lying_times      timed calls take 20 ms but report 0.001 ms (a process that forges its clock)
 //   finishes_after_return  timed calls return at once and write their output later, when the next
@@ -154,7 +156,7 @@ int main(int argc, char** argv) {
       mode.name = m.substr(0, eq);
       if (eq != std::string::npos &&
           (mode.name == "hang_slot" || mode.name == "crash_small" || mode.name == "crash_large" ||
-           mode.name == "host_copy_large" || mode.name == "breaks_after"))
+           mode.name == "host_copy_large" || mode.name == "two_blocks_large" || mode.name == "breaks_after"))
         mode.slot = m.substr(eq + 1);
       else if (eq != std::string::npos) mode.k = std::stol(m.substr(eq + 1));
     }
@@ -242,6 +244,10 @@ int main(int argc, char** argv) {
                        std::to_string(n * 4) + " bytes host->device (fake)";
         reply.policy_rule = "host_compute";
       }
+      if (mode.name == "two_blocks_large" && name(cmd.c.slot) == mode.slot && n > 2048) {
+        reply.policy = "the slot launched kernel k with a grid of 2 blocks (fake)";
+        reply.policy_rule = "launch";
+      }
       return reply;
     };
     const bool f32 = cmd.c.dtype == scangrade::DType::Float32;
@@ -311,6 +317,7 @@ int main(int argc, char** argv) {
       char* out = buffers.at[1] + kGuardCount * 4;
       scan(buffers.at[0], out);
       if (mode.on("short_output", k) && n > 0) std::memset(out + (n - 1) * 4, 0xEF, 4);
+      if (mode.name == "two_blocks_large" && name(cmd.c.slot) == mode.slot && n > 4096) std::memset(out, 0xEF, 4);
       write_line(kReplyFd, encode(check_reply(header)));
     } else {  // local buffers (compute-sanitizer runs): nothing comes back but the reply
       write_line(kReplyFd, encode(check_reply(header)));

@@ -294,6 +294,30 @@ TEST_F(Judge, PolicyViolationStillShowsEveryCaseCorrectness) {
   expect_no_process_left();
 }
 
+TEST_F(Judge, LaunchRuleIsJudgedPerCall) {
+  // a one-block slot whose scan spills into a second block above n = 2048: the call that launched two
+  // blocks and passed scores 0; the one whose values are wrong keeps `fail` with a note; the calls
+  // that kept to one block keep their points (no zeroed slot)
+  std::string cases;
+  for (int n : {100, 3000, 5000, 1000})
+    cases += R"({"id": "h.n)" + std::to_string(n) + R"(", "slot": "hierarchical", "dtype": "int32", "kind": "inclusive", )"
+             R"("n": )" + std::to_string(n) + R"(, "values": "random", "seed": 9, "why": "x"},)";
+  cases.pop_back();
+  write_text(suite_, R"({"suite": "launch", "version": 1, "cases": [)" + cases + "]}");
+  const Result r = judge(worker("--mode two_blocks_large=hierarchical"), "");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  EXPECT_EQ(case_of(r.results, "h.n100")["status"], "pass");
+  EXPECT_EQ(case_of(r.results, "h.n1000")["status"], "pass") << case_of(r.results, "h.n1000")["message"];
+  const json& spilled = case_of(r.results, "h.n3000");
+  EXPECT_EQ(spilled["status"], "policy_violation");
+  EXPECT_TRUE(contains(spilled["message"], "breaks a rule of the assignment (launch)")) << spilled["message"];
+  const json& wrong = case_of(r.results, "h.n5000");
+  EXPECT_EQ(wrong["status"], "fail");
+  EXPECT_TRUE(contains(wrong["message"], "policy (not scored: this case did not pass anyway)")) << wrong["message"];
+  expect_no_process_left();
+}
+
 TEST_F(Judge, HiddenSuiteSeedsUseTheSecretWhichIsNeverWritten) {
   const std::string secret = "s3cr3t-instructor-value";
   const auto inputs = [&]() {
