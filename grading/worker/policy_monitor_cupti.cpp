@@ -14,7 +14,8 @@
 //   it never touches the runtime's last error, which the student's code may be about to read). Array
 //   copies, peer copies, graphs and cudaMemcpy3DBatchAsync are not followed (the build refuses them).
 // * Other doors to the device count as uploads: every memset call (kMemsetBytes) and every launch's
-//   parameter buffer (its size from cuFuncGetParamInfo, once per kernel).
+//   parameter buffer (its size from the runtime's cudaFuncGetParamInfo, else the driver's
+//   cuFuncGetParamInfo; once per kernel).
 // * In-process monitoring can be tampered with by code in the same process: evidence, not proof.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
