@@ -280,12 +280,19 @@ def _link_worker(recipe: Recipe, units: list[Unit], stubs: dict, verdicts: _Verd
     worker = out / "worker"
     linked = work / "obj" / "worker"   # the link writes only under obj/ (its sandbox's one writable folder)
 
-    def objects_for(real: set[str]) -> list[Path]:
-        objs = [good[s].obj if s in real else stubs[s].obj for s in SLOTS]
-        return objs + [h.obj for h in helpers]
-
     def link(real: set[str]) -> Run:
-        return build_tools.run_tool(recipe.link_command(objects_for(real), linked), root, link_timeout,
+        # the student's objects joined into one whose only global symbols are the slots (see
+        # Recipe.join_commands: no interposition); the grader's stubs are linked beside it
+        student = [good[s].obj for s in SLOTS if s in real] + [h.obj for h in helpers]
+        objs = [stubs[s].obj for s in SLOTS if s not in real]
+        if student:
+            joined = work / "obj" / "student_joined.o"
+            for cmd in recipe.join_commands(student, joined):
+                run = build_tools.run_tool(cmd, root, link_timeout, recipe.confine, [], [work / "obj"])
+                if not run.ok:
+                    return run
+            objs.insert(0, joined)
+        return build_tools.run_tool(recipe.link_command(objs, linked), root, link_timeout,
                                     recipe.confine, [], [work / "obj"])
 
     link_run = link(set(good))

@@ -159,6 +159,10 @@ def run_tool(cmd: list[str], cwd: Path | None, timeout: float, confine: Confinem
     return Run(code, out.decode("utf-8", errors="replace"), time.monotonic() - start)
 
 
+# The slots' entry points (scangrade::student::*, mangled): the only student symbols the worker links to
+STUDENT_ENTRY_SYMBOLS = "_ZN9scangrade7student*"
+
+
 # --- the recipe -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -175,6 +179,8 @@ class Recipe:
     nm: str = "nm"                        # binutils nm, for the policy's symbol scan
     readelf: str = "readelf"              # binutils, for the policy's start-up code scan
     objdump: str = "objdump"              # binutils, for the policy's instruction scan
+    ld: str = "ld"                        # binutils ld, to join the student's objects into one (ld -r)
+    objcopy: str = "objcopy"              # binutils, to make every student symbol but the slots local
     cuda_include: tuple[str, ...] = ()    # the CUDA toolkit's include folders (the include rules' "cuda")
     allowlists: bool = True               # policy_rules.json's allowlists (off only to test the layers below)
 
@@ -186,6 +192,8 @@ class Recipe:
             recipe, nm=str(toolchain.get("nm") or shutil.which("nm") or "nm"),
             readelf=str(toolchain.get("readelf") or shutil.which("readelf") or "readelf"),
             objdump=str(toolchain.get("objdump") or shutil.which("objdump") or "objdump"),
+            ld=str(toolchain.get("ld") or shutil.which("ld") or "ld"),
+            objcopy=str(toolchain.get("objcopy") or shutil.which("objcopy") or "objcopy"),
             cuda_include=tuple(map(str, policy.cuda_include_roots(toolchain.get("nvcc")))),
             allowlists=os.environ.get(ALLOWLISTS_ENV, "on") != "off")
         if sandbox == "off":
@@ -241,8 +249,22 @@ class Recipe:
         return policy.IncludeRoots((include_dir, obj_dir), tuple(contract), tuple(dict.fromkeys(emulation)),
                                    tuple(Path(p) for p in self.cuda_include))
 
+    def join_commands(self, objects: list[Path], joined: Path) -> list[list[str]]:
+        """The student's objects as one relocatable object whose only global symbols are the slot
+        entry points (scangrade::student::*). A definition in student code (strong, weak, an alias,
+        an ifunc, an assembler label) of a name a library or the worker also defines — memcpy,
+        write, a std::string member — becomes local: it binds the student's own calls and nothing
+        else, so it cannot take over the worker's code or the libraries' (no interposition).
+        --force-group-allocation turns the student's COMDAT groups (inline and template copies)
+        into plain sections, so the final link never swaps the worker's copy for the student's."""
+        return [[self.ld, "-r", "--force-group-allocation", "-o", str(joined), *map(str, objects)],
+                [self.objcopy, "--wildcard", f"--keep-global-symbol={STUDENT_ENTRY_SYMBOLS}", str(joined)]]
+
     def link_command(self, objects: list[Path], out: Path) -> list[str]:
-        return [*self.linker, *map(str, objects), *self.link, "-o", str(out)]
+        # -z now, relro: every dynamic symbol is bound at start-up and the GOT is read-only after it
+        # (-Xlinker: understood by g++ and by nvcc as link driver)
+        now = ["-Xlinker", "-z", "-Xlinker", "relro", "-Xlinker", "-z", "-Xlinker", "now"]
+        return [*self.linker, *map(str, objects), *self.link, *now, "-o", str(out)]
 
 
 def read_toolchain(build_dir: Path) -> dict:

@@ -24,18 +24,16 @@ Two scans, both run by build.py on every student .cu (a slot file or a helper):
     is not one), an allocator interposer (`malloc`, `free`, `operator new`/`delete`, `mmap`, `dlsym`,
     ...) and `main`.
 
-Then the allowlists of grading/policy_rules.json (data, a reason on every rule; anything no rule allows
-is a violation), on both backends:
+Then the rules of grading/policy_rules.json (data, a reason on every rule), on both backends:
 
-* included files: the compiler's own include tree (g++ -H; nvcc hands -H to the host compiler for its
-  host and device preprocessing), after macros: what a student file includes itself must be a student/
-  file, the contract header, a CUDA runtime/device header or the C++ standard library; what an allowed
-  system header includes is allowed; a forbidden header (CUB, Thrust, cuda.h, CUPTI, dlfcn.h, <thread>,
-  unistd.h, sys/*, ...) is reported with its chain (file:line);
-* undefined symbols (nm `U`): only what a scan slot needs (device memory, streams, events, launches and
-  nvcc's registration calls, errors, device queries, the C++ runtime and library, the C library's string,
-  printing and math functions; emulated, the launcher/shared-memory/barrier/warp names of the emulator);
-* defined symbols: no C-linkage definition, nothing strong in a reserved namespace (std, cuda, scangrade...);
+* included files: the compiler's own include tree (g++ -H; nvcc hands -H to the host compiler), after
+  macros: a header is refused only when it is the forbidden thing (a scan library, the harness's own
+  headers), with its chain (file:line); a course may keep an allowlist ('includes.direct');
+* undefined symbols (nm `U`): refused by the denylist of capabilities the sandbox exists to deny
+  (processes, threads, files, sockets, mappings, dlopen, syscall, the driver API, CUPTI/NVML, graphs,
+  IPC, ...); everything else may be called unless a course sets 'undefined.otherwise' (an allowlist);
+* defined symbols: not refused by name (the link makes every student symbol but the slots local:
+  build_tools.Recipe.join_commands), unless a course sets 'defined.refuse';
 * start-up code (readelf): nothing in .init_array/.ctors/.fini_array... but nvcc's registration and the
   compiler's own static initializers (guards, <iostream>, the emulator's kernel records);
 * instructions (objdump): no syscall/sysenter/int $0x80 in the host code.
@@ -282,8 +280,8 @@ def allowlist_violations(symbols: list[Symbol], backend: str) -> list[Violation]
             if why is not None:
                 found.setdefault(why, []).append(("calls", s))
             continue
-        if not (s.defined and s.external):
-            continue
+        if not (s.defined and s.external) or not r.defined_refused:
+            continue    # the grader's link makes every student definition but the slots local
         if not s.mangled.startswith("_Z"):
             if not any(rule.matches(s.mangled, backend) for rule in r.c_linkage_allowed):
                 found.setdefault(r.why_c_linkage, []).append(("defines", s))

@@ -66,6 +66,7 @@ class Rules:
     undefined_allow: tuple[Rule, ...]
     undefined_known: tuple[Rule, ...]
     undefined_otherwise: str
+    defined_refused: bool                 # 'defined.refuse': refuse C-linkage and reserved-namespace names
     reserved_namespaces: frozenset[str]
     c_linkage_allowed: tuple[Rule, ...]
     why_c_linkage: str
@@ -84,7 +85,7 @@ class Rules:
                                                          "instructions", "budget"))
         return cls(_rules(inc["direct"]), _rules(inc["known"]), inc["otherwise"],
                    _rules(und["allow"]), _rules(und["known"]), und["otherwise"],
-                   frozenset(dfn["reserved_namespaces"]), _rules(dfn["c_linkage_allowed"]), dfn["why_c_linkage"],
+                   bool(dfn.get("refuse", False)), frozenset(dfn["reserved_namespaces"]), _rules(dfn["c_linkage_allowed"]), dfn["why_c_linkage"],
                    dfn["why_reserved"], _rules(st["allowed_entries"]), _rules(st["initializer_may_use"]), st["why"],
                    _rules(ins["forbidden"]), float(bud["compile_budget_s"]), int(bud["max_helper_files"]))
 

@@ -318,6 +318,52 @@ def test_emulate_correct_entries_break_no_rule(tmp_path, entry):
     assert doc["status"] == "ok" and doc["policy_violations"] == {}, doc
 
 
+INTERPOSERS = sorted(p.name for p in GALLERY.glob("exploit_interposes_*_library_symbols")) + [
+    "exploit_interposes_by_asm_label"]
+HOOKED = ("memcpy", "_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE9_M_appendEPKcm")
+
+
+def defined_symbols(binary) -> dict[str, set[str]]:
+    """nm's type letters of each name the binary defines (T global, t local, W weak, i ifunc...)."""
+    out = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
+    found: dict[str, set[str]] = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            found.setdefault(parts[2], set()).add(parts[1])
+    return found
+
+
+def test_the_interposition_entries_are_three():
+    assert len(INTERPOSERS) == 3 and all((GALLERY / e).is_dir() for e in INTERPOSERS), INTERPOSERS
+
+
+@emulate_toolchain
+@pytest.mark.parametrize("entry", INTERPOSERS)
+def test_emulate_student_definitions_of_library_names_are_local(tmp_path, entry):
+    """A student's memcpy or std::string member (weak, strong, alias, assembler label, ifunc) is
+    linked as a local symbol: it cannot bind the worker's or the libraries' calls."""
+    result, doc = run_build(gallery_submission(tmp_path, entry), REAL_TOOLCHAIN.parent.parent, tmp_path / "out",
+                            backend="emulate", jobs=2)
+    assert doc["status"] == "ok" and doc["policy_violations"] == {}, doc
+    symbols = defined_symbols(result.worker)
+    for name in HOOKED:
+        assert symbols.get(name) and symbols[name] <= {"t", "i"}, (name, symbols.get(name))
+    assert symbols["_ZN9scangrade7student17hierarchical_scanEPKfPfmNS_8ScanKindEP11CUstream_st"] == {"T"}
+
+
+@needs_nvcc
+@pytest.mark.parametrize("entry", INTERPOSERS)
+def test_nvcc_student_definitions_of_library_names_bind_nothing_outside(tmp_path, nvcc_build_dir, entry):
+    """Each hook traps when called: the worker (its main, the C and C++ libraries) runs undisturbed."""
+    result, doc = run_build(gallery_submission(tmp_path, entry), nvcc_build_dir, tmp_path / "out", jobs=2)
+    assert doc["status"] == "ok" and doc["policy_violations"] == {}, doc
+    run = subprocess.run([str(result.worker)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.splitlines() == ["hillis_steele not_implemented", "blelloch not_implemented",
+                                       "hierarchical ok", "single_pass not_implemented"], run.stdout
+
+
 @needs_nvcc
 @pytest.mark.parametrize("entry", POLICY_ENTRIES)
 def test_nvcc_policy_entries_get_their_evidence(tmp_path, nvcc_build_dir, entry):

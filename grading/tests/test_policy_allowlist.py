@@ -141,12 +141,12 @@ CASES = {
                                     + SLOT, "both", []),
     "emulator_trace": (HEAD + "namespace scangrade::student { void f() { scangrade::emu::trace_begin(); } }\n" + SLOT,
                        "emulate", ["scangrade::emu::trace_begin()", "belong to the harness"]),
-    # defined symbols
-    "c_linkage_function": (HEAD + '#include <cstddef>\nextern "C" long write(int, const void*, std::size_t) '
-                           "{ return 0; }\n" + SLOT, "both", ["defines `write`", "C-linkage"]),
-    "c_linkage_global": (HEAD + "int counter = 1;\n" + SLOT, "both", ["defines `counter`", "C-linkage"]),
-    "reserved_namespace": (HEAD + "namespace std { void scan_helper(int*) {} }\n" + SLOT, "both",
-                           ["defines `std::scan_helper(int*)`", "namespaces"]),
+    # defined symbols: not refused by name (the grader's link makes them local: test_build's interposition tests)
+    "c_linkage_function_is_allowed": (HEAD + '#include <cstddef>\nextern "C" long write(int, const void*, std::size_t) '
+                                      "{ return 0; }\n" + SLOT, "both", []),
+    "c_linkage_global_is_allowed": (HEAD + "int counter = 1;\n__device__ unsigned int tile_counter;\n" + SLOT, "both",
+                                    []),
+    "reserved_namespace_is_allowed": (HEAD + "namespace std { void scan_helper(int*) {} }\n" + SLOT, "both", []),
     "global_namespace_cxx_names_are_allowed": (HEAD + "__host__ __device__ int helper(int x) { return x + 1; }\n"
                                                "__global__ void kernel(int* p) { p[0] = helper(1); }\n"
                                                "namespace { int local = 2; }\nstatic int file_local = 3;\n"
@@ -271,6 +271,19 @@ def test_a_course_can_keep_an_include_allowlist(monkeypatch):
     assert policy.header_reason("c++", "vector", "gpu") is None
     assert policy.header_reason("system", "math.h", "gpu") == "only the C++ library here"
     assert policy.header_reason("student", "mine.h", "gpu") is None
+
+
+def test_a_course_can_refuse_definitions_by_name(monkeypatch):
+    refusing = dataclasses.replace(policy.rules(), defined_refused=True)
+    monkeypatch.setattr(policy, "rules", lambda: refusing)
+    symbols = [policy.Symbol("counter", "counter", "D"), policy.Symbol("memcpy", "memcpy", "W"),
+               policy.Symbol("_ZSt11scan_helperPi", "std::scan_helper(int*)", "T"),
+               policy.Symbol("_ZN9scangrade7student1fEv", "scangrade::student::f()", "T")]
+    found = " ".join(v.evidence for v in policy.allowlist_violations(symbols, "gpu"))
+    assert "`counter`" in found and "`memcpy`" in found and "std::scan_helper(int*)" in found
+    assert "scangrade::student::f()" not in found
+    monkeypatch.setattr(policy, "rules", lambda: dataclasses.replace(refusing, defined_refused=False))
+    assert policy.allowlist_violations(symbols, "gpu") == []
 
 
 def test_the_include_tree_is_not_shown_in_the_log():
