@@ -4,8 +4,9 @@ without anything that solves a slot or is secret.
 
 Left out: reference/ (the model answers), grading/gallery/ (complete correct and near-correct
 submissions), grading/docs/ (screenshots of a class report: gallery entries' messages and code), the
-emulator's and the grader's test kernels (they solve slots), every suite but the public one. What
-stays builds the judge, the sandbox and the emulation backend (CMake without
+emulator's and the grader's tests (their kernels and fixtures solve slots: grading/tests/,
+grading/judge/tests/, grading/worker/tests/, grading/fidelity/, harness/emulation/tests/), every suite
+but the public one. What stays builds the judge, the sandbox and the emulation backend (CMake without
 reference/ builds no GPU worker: the GPU worker times against the reference), so the feedback
 workflow grades on the emulation backend. Publish the tree as its own repository (or a branch of
 one) and pin it in the handout's feedback workflow (tools/handout.py --grader-repo/--grader-ref).
@@ -22,7 +23,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-LEFT_OUT = ("reference/", "grading/gallery/", "grading/docs/", "harness/emulation/tests/", "grading/judge/tests/racy/")
+LEFT_OUT = ("reference/", "grading/gallery/", "grading/docs/", "grading/tests/", "grading/judge/tests/",
+            "grading/worker/tests/", "grading/fidelity/", "harness/emulation/tests/")
 KEPT_SUITES = ("testcases/public.json", "testcases/generate.py")
 
 

@@ -238,9 +238,10 @@ def test_bundle_layout_and_contents(tmp_path):
     for needed in ("CMakeLists.txt", "grading/grade.py", "grading/exporters.py", "testcases/public.json",
                    "harness/include/scangrade/student_api.h", "harness/emulation/rewrite.py",
                    "grading/platforms/gradescope/run_autograder.py", "grading/scangrade/platforms/common.py",
-                   "student/hillis_steele.cu", "reference/hierarchical.cu"):
+                   "student/hillis_steele.cu"):
         assert needed in names, needed
-    forbidden = [n for n in names if n.startswith((".git", "build/", "grading/tests/", "grading/gallery/", "grading/docs/"))
+    forbidden = [n for n in names if n.startswith((".git", "build/", "reference/", "grading/tests/", "grading/gallery/",
+                                                   "grading/docs/", "harness/emulation/tests/", "grading/judge/tests/"))
                  or "__pycache__" in n or n.endswith((".pyc", ".o", ".a"))
                  or n.startswith(("hidden/", "grading-results/"))
                  or (n.startswith("testcases/") and n != "testcases/public.json")]

@@ -5,12 +5,17 @@ sources they build and run (Gradescope unpacks the zip into /autograder/source).
     python3 grading/platforms/gradescope/make_bundle.py --out scangrade-gradescope.zip
     python3 grading/platforms/gradescope/make_bundle.py --out hw3.zip --hidden-suite hidden.json --secret-file secret.txt
 
-What goes in: the sources the build and grade.py need (CMakeLists.txt, harness/, reference/ -- the
-model solutions are fine here, students never see this zip --, student/ starter files, the public
-suite, grading/*.py and schemas, grading/platforms/), and scangrade-bundle.json, the settings that
-run_autograder.py reads (suites, hidden suites, secret file, emulation cap, time budget). What never
-goes in: .git, build folders, the gallery, the Python tests, the docs' screenshots, caches, and any
-suite or secret not named on the command line (hidden suites go to hidden/, only when given).
+What goes in: the sources the build and grade.py need (CMakeLists.txt, harness/, student/ starter
+files, the public suite, grading/*.py and schemas, grading/platforms/), and scangrade-bundle.json, the
+settings that run_autograder.py reads (suites, hidden suites, secret file, emulation cap, time
+budget). What never goes in: reference/ and every other file that solves a slot (the gallery, the
+grader's and the emulator's test kernels), .git, build folders, the Python tests, the docs'
+screenshots, caches, and any suite or secret not named on the command line (hidden suites go to
+hidden/, only when given). The zip is unpacked into the image student code runs in, and Gradescope's
+container usually keeps bubblewrap out (student code then runs as an unprivileged uid that reads
+whatever "others" may read): a model solution in it could be included or printed by a submission.
+The emulation backend needs no reference (it gives no timings); hidden/ is made root's alone by
+setup.sh and again by run_autograder.py before each grading.
 
 Files come from `git ls-files` (tracked and untracked-but-not-ignored) when the tree is a git
 checkout, else from a walk of the tree; the zip is deterministic (sorted, fixed timestamps).
@@ -32,11 +37,13 @@ CONFIG_NAME = "scangrade-bundle.json"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 # (top-level) paths the grader needs
-INCLUDE = ("CMakeLists.txt", "Makefile", "harness/", "reference/", "student/", "testcases/public.json",
-           "grading/", "tools/deps.sh")
+INCLUDE = ("CMakeLists.txt", "Makefile", "harness/", "student/", "testcases/public.json", "grading/", "tools/deps.sh")
 # never shipped, wherever they are
 EXCLUDE_PARTS = {".git", "__pycache__", ".pytest_cache", "gallery", "grading-results", ".deps"}
-EXCLUDE_PREFIXES = ("grading/tests/", "grading/docs/", "build", ".github/", ".ci/")
+# what solves a slot (model solutions, gallery entries, test kernels) or shows one (the docs' screenshots)
+SOLVES_A_SLOT = ("reference/", "grading/gallery/", "grading/tests/", "grading/judge/tests/", "grading/worker/tests/",
+                 "grading/fidelity/", "grading/docs/", "harness/emulation/tests/")
+EXCLUDE_PREFIXES = (*SOLVES_A_SLOT, "build", ".github/", ".ci/")
 EXCLUDE_SUFFIXES = (".pyc", ".pyo", ".o", ".a", ".so", ".zip", ".tar.gz", ".tgz")
 ROOT_SCRIPTS = {"setup.sh": HERE / "setup.sh", "run_autograder": HERE / "run_autograder"}
 

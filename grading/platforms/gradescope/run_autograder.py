@@ -9,14 +9,21 @@ not graded there, and there are no performance points). Paths:
 
     $AUTOGRADER_ROOT (default /autograder)
       submission/                  the student's upload (any layout scangrade.platforms.common.stage_submission reads)
-      source/                      the unpacked bundle (make_bundle.py): the ScanGrade sources, build/,
-                                   scangrade-bundle.json, hidden/ (hidden suites and the secret)
+      source/                      the unpacked bundle (make_bundle.py): the ScanGrade sources (no
+                                   reference/), build/, scangrade-bundle.json, hidden/ (hidden suites
+                                   and the secret: made root's alone, 0700, before grading)
       submission_metadata.json     Gradescope's; the submission id names the graded folder
       results/results.json         written here: first a provisional "did not finish" result, then
                                    the real one; never left missing
 
 Overrides (for tests and debugging): SCANGRADE_GRADE_PY (grade.py), SCANGRADE_BUILD_DIR (the CMake
 build folder, default source/build), SCANGRADE_BACKEND (default emulate).
+
+Gradescope's container usually keeps bubblewrap out: student code then runs as an unprivileged uid
+without a mount namespace and reads whatever "others" may read. hidden/ and the suites and secret
+the settings name are made the grader's alone first; hidden suites that student code could still
+read (the grader not root, no bubblewrap) are not graded: score 0, "misconfigured", not the
+student's fault.
 
 Exit status: 0 when a results.json was written (whatever the score), 1 when even that failed.
 """
@@ -31,8 +38,9 @@ import time
 from pathlib import Path
 
 CODE = Path(__file__).resolve().parents[3]          # the ScanGrade tree this script belongs to
-from scangrade.platforms.common import (GradeRun, fault_message, grade_command, read_json, run_grade,
-                                        stage_submission, write_json_atomic)
+from scangrade.platforms.common import (GradeRun, exposed_to_student, fault_message, grade_command, make_private,
+                                        read_json, run_grade, sandbox_isolation, stage_submission,
+                                        write_json_atomic)
 
 BUNDLE_CONFIG = "scangrade-bundle.json"
 DEFAULTS = {"suites": ["testcases/public.json"], "hidden_suites": [], "secret_file": None,
@@ -87,6 +95,16 @@ def grade(root: Path, started: float) -> dict:
     backend = os.environ.get("SCANGRADE_BACKEND", "emulate")
     budget_s = float(config["budget_s"])
     timeout_s = float(config["timeout_s"] or budget_s + 420)   # compiles, the judge's grace, exports
+    hidden = [resolve(bundle, s) for s in config["hidden_suites"]]
+    secret = resolve(bundle, config["secret_file"]) if config["secret_file"] else None
+    private = [bundle / "hidden", *hidden, *([secret] if secret else [])]
+    make_private([p for p in private if p.exists()])
+    exposed = exposed_to_student(private, sandbox_isolation(build_dir)) if hidden else []
+    if exposed:
+        return score_zero("The autograder is misconfigured (not your fault): it cannot keep its hidden tests "
+                          "from submitted code on this machine. Please tell your instructor.",
+                          f"readable by student code: {', '.join(map(str, exposed))} (run the autograder "
+                          "as root, or where bubblewrap can make its namespaces)", time.monotonic() - started)
 
     work = Path(tempfile.mkdtemp(prefix="scangrade-gs-"))
     # the sandbox's compiles run as an unprivileged uid: without namespaces (inside the platform's
@@ -98,9 +116,7 @@ def grade(root: Path, started: float) -> dict:
         out = work / "out"
         cmd = grade_command(
             grade_py, staged.path, build_dir=build_dir, out=out, backend=backend, formats="gradescope",
-            suites=[resolve(bundle, s) for s in config["suites"]],
-            hidden_suites=[resolve(bundle, s) for s in config["hidden_suites"]],
-            secret_file=resolve(bundle, config["secret_file"]) if config["secret_file"] else None,
+            suites=[resolve(bundle, s) for s in config["suites"]], hidden_suites=hidden, secret_file=secret,
             max_n=config["max_n"], budget_s=budget_s)
         run: GradeRun | None = None
         if grade_py.is_file():

@@ -5,6 +5,11 @@
 # /autograder/source/build, and grades the starter files once as a smoke test, so that a broken
 # image fails here, at upload time, instead of on the students' submissions.
 #
+# Student code runs in this image, usually without bubblewrap (Docker's default seccomp profile):
+# as an unprivileged uid that can read whatever "others" may read. So the grader is built without
+# reference solutions (the emulation backend needs none; a reference/ put into the zip by hand is
+# deleted after the build) and hidden/ (hidden suites, the secret) is made root's alone at the end.
+#
 # The CUDA toolkit is not needed to grade on the emulation backend. When the CMake project has the
 # SCANGRADE_CUDA option, the build is configured with -DSCANGRADE_CUDA=OFF and no nvcc is installed.
 # Without that option (older trees) `project(... LANGUAGES CUDA)` needs nvcc, so a minimal CUDA
@@ -55,7 +60,8 @@ install_nvcc() {
   [ -x /usr/local/cuda/bin/nvcc ] || ln -sfn "/usr/local/cuda-${suffix/-/.}" /usr/local/cuda
 }
 
-cmake_flags=(-DCMAKE_BUILD_TYPE=Release -DSCANGRADE_BUILD_TESTS=OFF -DSCANGRADE_EMU_BUILD_TESTS=OFF)
+cmake_flags=(-DCMAKE_BUILD_TYPE=Release -DSCANGRADE_BUILD_TESTS=OFF -DSCANGRADE_EMU_BUILD_TESTS=OFF
+             -DSCANGRADE_WITH_REFERENCE=OFF)
 if grep -q 'SCANGRADE_CUDA' CMakeLists.txt; then
   cmake_flags+=(-DSCANGRADE_CUDA=OFF)
 else
@@ -81,5 +87,17 @@ if [ "$rc" -ne 1 ] || [ ! -s /tmp/scangrade-smoke/gradescope.json ]; then
   exit 1
 fi
 rm -rf /tmp/scangrade-smoke
+
+# What student code must not read: no model solution, and hidden/ for root alone (run_autograder.py
+# makes it so again before each grading)
+if [ -e reference ]; then
+  echo "setup: removing reference/ (model solutions do not belong in the image student code runs in)"
+  rm -rf reference
+fi
+if [ -d hidden ]; then
+  chown -R 0:0 hidden
+  chmod 0700 hidden
+  find hidden -type f -exec chmod 0600 {} +
+fi
 chmod +x "$SOURCE/run_autograder"
 echo "setup: done"

@@ -29,6 +29,13 @@ Output: results/results.json, always, under 1 MB. A submission that cannot be re
 and a grader failure are `gradable: false` with the reason in format_errors, so the student does
 not lose an attempt. Exit status: 0 when results.json was written, 1 when even that failed.
 Overrides (tests, debugging): SCANGRADE_GRADE_PY, SCANGRADE_BUILD_DIR, SCANGRADE_BACKEND.
+
+What student code cannot read: PrairieLearn's container usually keeps bubblewrap out, so student code
+runs as an unprivileged uid without a mount namespace. Before grading, serverFilesCourse/, tests/ and
+data/ (hidden suites, the secret, the question's files, data.json's correct answers) and the hidden
+suites and secret named are made the grader's alone (folders 0700, files 0600); hidden suites that
+student code could still read (the grader not root, no bubblewrap) are not graded: not gradable,
+"misconfigured".
 """
 
 from __future__ import annotations
@@ -42,8 +49,9 @@ import time
 from pathlib import Path
 
 CODE = Path(__file__).resolve().parents[3]          # the ScanGrade install this script belongs to
-from scangrade.platforms.common import (GradeRun, fault_message, grade_command, read_json, run_grade,
-                                        stage_submission, write_filtered_suites, write_json_atomic)
+from scangrade.platforms.common import (GradeRun, exposed_to_student, fault_message, grade_command, make_private,
+                                        read_json, run_grade, sandbox_isolation, stage_submission,
+                                        write_filtered_suites, write_json_atomic)
 
 PL_LIMIT = 1_000_000
 DEFAULTS = {"suites": ["scangrade:testcases/public.json"], "hidden_suites": [], "secret_file": None,
@@ -131,6 +139,13 @@ def grade(root: Path, started: float) -> dict:
         for s in [*suites, *hidden]:
             if not s.is_file():
                 raise ConfigError(f"suite {s} not found")
+        secret = resolve(config["secret_file"], base) if config["secret_file"] and hidden else None
+        private = [root / "serverFilesCourse", root / "tests", root / "data", *hidden, *([secret] if secret else [])]
+        make_private([p for p in private if p.exists()])
+        exposed = exposed_to_student(private, sandbox_isolation(build_dir)) if hidden else []
+        if exposed:
+            raise ConfigError(f"student code could read {', '.join(map(str, exposed))} here: run the grader "
+                              "as root (PrairieLearn's default), or where bubblewrap can make its namespaces")
         try:
             suites = write_filtered_suites(suites, config["slots"], work / "suites")
             hidden = write_filtered_suites(hidden, config["slots"], work / "hidden")
@@ -142,7 +157,6 @@ def grade(root: Path, started: float) -> dict:
         staged = stage_submission(root / "student", work / "staged", "student-submission",
                                   top_level_note=False)   # PrairieLearn always puts the files there
         out = work / "out"
-        secret = resolve(config["secret_file"], base) if config["secret_file"] and hidden else None
         cmd = grade_command(grade_py, staged.path, build_dir=build_dir, out=out, backend=backend,
                             formats="prairielearn", suites=suites, hidden_suites=hidden, secret_file=secret,
                             max_n=config["max_n"], budget_s=budget_s)

@@ -15,6 +15,12 @@ Layouts (stage_submission), in this order:
                                        says precisely what is wrong (layout_error)
 
 Links are copied as links, never followed: grade.py refuses those that leave the submission.
+
+What student code must not read (make_private, exposed_to_student): inside the platforms' containers
+Docker's default seccomp profile usually keeps bubblewrap out, and the sandbox falls back to an
+unprivileged uid that sees every file "others" may read. The entrypoints make the course's private
+files (hidden suites, the secret, the question's and course's files) the grader's alone before
+grading, and refuse to grade hidden suites that student code could still read.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -131,6 +138,73 @@ def write_filtered_suites(paths: list[Path], slots: list[str] | None, into: Path
             f.write(json.dumps(filtered, indent=1))
         kept.append(target)
     return kept
+
+
+# --- what student code must not read ------------------------------------------------------------------
+
+def make_private(paths: list[Path]) -> None:
+    """Make the grader's private files its own: each folder 0700 (nothing under it reachable), each
+    file 0600. The judge and grade.py run as the grader and read them; student code runs as another
+    uid (or in bubblewrap, where they are not bound). Missing paths and paths that cannot be changed
+    (not ours, a read-only mount) are left as they are: exposed_to_student says what that leaves open."""
+    for path in paths:
+        try:
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+        except OSError:
+            pass
+
+
+def readable_by(path: Path, uid: int, gid: int) -> bool:
+    """Whether a process of this uid, whose only group is gid, can read `path` (a file) or enter it (a
+    folder) by the permission bits: search on every folder above it, then read (a file) or search (a
+    folder) on it. A missing path is not readable. ACLs are not looked at (the platforms' trees have none)."""
+    try:
+        real = Path(os.path.realpath(path))
+        chain = [*reversed(real.parents), real]
+        for i, p in enumerate(chain):
+            st = os.stat(p)
+            last = i == len(chain) - 1
+            want = 0o4 if last and not stat.S_ISDIR(st.st_mode) else 0o1
+            if st.st_uid == uid:
+                bits = (st.st_mode >> 6) & 0o7
+            elif st.st_gid == gid:
+                bits = (st.st_mode >> 3) & 0o7
+            else:
+                bits = st.st_mode & 0o7
+            if not bits & want:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def sandbox_isolation(build_dir: Path) -> dict | None:
+    """What the sandbox gives student code on this machine (`scangrade_sandbox --probe`: results.json's
+    "isolation" as grade.py's default `--sandbox auto` would have it), or None when the build names no
+    launcher or the probe fails."""
+    toolchain = read_json(Path(build_dir) / "grading" / "toolchain.json") or {}
+    launcher = toolchain.get("sandbox")
+    if not isinstance(launcher, str) or not launcher:
+        return None
+    try:
+        r = subprocess.run([launcher, "--probe"], capture_output=True, text=True, timeout=60)
+        iso = json.loads(r.stdout)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    return iso if isinstance(iso, dict) else None
+
+
+def exposed_to_student(paths: list[Path], isolation: dict | None) -> list[Path]:
+    """The private paths student code could read under this isolation: none in bubblewrap (a run sees
+    only its own paths bound), those its uid can read after the uid drop (bubblewrap kept out, the
+    grader root), every one when it keeps the grader's uid without namespaces. Unknown isolation (no
+    launcher: grade.py cannot grade either) exposes nothing."""
+    if isolation is None or isolation.get("sandboxed"):
+        return []
+    uid = isolation.get("uid") if isolation.get("uid_dropped") else None
+    if not isinstance(uid, int) or isinstance(uid, bool):
+        return [p for p in paths if p.exists()]
+    return [p for p in paths if readable_by(p, uid, uid)]   # the sandbox sets its gid to the uid
 
 
 # --- running grade.py -------------------------------------------------------------------------------
