@@ -24,6 +24,8 @@
 #   tools/gpu-check.sh [all|core|gallery|batch|final|bench|repro]   (REFERENCE_BENCH=0 skips the reference scans)
 #      core: 1-4; gallery: 1 and 5; batch: 1 and 6; final: 1-4 and 6; bench: 1 and 7;
 #      repro: 1 and 8; all: 1-5 (default)
+#   PROBE_OUTSIDE=1 also prints what a process outside the worker sees of a child's GPU memory (NVML)
+#   and CPU time (tools/probe_outside.cu), plainly and under bubblewrap with a pid namespace.
 #   GALLERY_ENTRIES=a,b,... grades only those gallery entries (gallery phase); CLASS_DIR=folder also
 #   grades that folder of submissions as a class on the GPU (any phase) and prints each one's slot
 #   verdicts and points (a course's calibration set, kept outside the repository).
@@ -202,6 +204,13 @@ cp "$BUILD/bench/bench.json" "$BUILD/bench/out/batch.json" "$BUILD/bench/out/gra
   "$BUILD/bench/out/report.html" "$LOGS/bench/" 2>/dev/null
 fi
 
+if [ "${PROBE_OUTSIDE:-0}" = 1 ]; then
+step "what a process outside the worker sees of its GPU use (tools/probe_outside.cu: NVML, CPU time)"
+{ nvcc -O2 -o "$BUILD/probe_outside" tools/probe_outside.cu -lcuda -ldl && "$BUILD/probe_outside" &&
+  { ! command -v bwrap >/dev/null || "$BUILD/probe_outside" --wrap bwrap --unshare-pid --die-with-parent \
+      --dev-bind / / --proc /proc; }; } >"$LOGS/outside.log" 2>&1
+fi
+
 class_rc=-
 if [ -n "${CLASS_DIR:-}" ]; then
 step "a class folder on the GPU: $CLASS_DIR"
@@ -237,6 +246,7 @@ if run_bench; then
   cat "$LOGS/single-phases.txt"
   cat "$LOGS/bench.log" "$LOGS/bench-machine.txt"
 fi
+[ "${PROBE_OUTSIDE:-0}" = 1 ] && cat "$LOGS/outside.log"
 [ -n "${CLASS_DIR:-}" ] && { grep -E "^batch: [0-9]+ submission" "$LOGS/class-batch.log"; cat "$LOGS/class.log"; }
 printf 'class=%s ' "$class_rc"
 printf 'exit codes: ctest=%s selftest=%s student_stubs=%s demo=%s gallery=%s batch=%s batch_verdicts=%s exploits=%s bench=%s output_check=%s single=%s reference=%s fidelity=%s repro=%s\n' \

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "case_data.h"
+#include "outside.h"
 #include "passes.h"
 #include "protocol.h"
 #include "scangrade/check.h"
@@ -120,6 +121,22 @@ void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   }
   if (reply.harness_error.empty()) buffers_worker_ = workers_started_;  // it keeps them mapped
   read_check_reply<T>(e, reply, *memory, data, gpu, r);
+  outside_view(reply, r);
+}
+
+void Session::outside_view(const CheckReply& reply, CaseResult& r) {
+  if (o_.backend != "gpu" || !worker_) return;
+  constexpr std::int64_t kOutsideGrowthNote = 64ll << 20;
+  const std::int64_t held = DeviceMemoryView::get().held_by_tree(worker_->pid());
+  const std::int64_t before = outside_worker_ == workers_started_ ? outside_held_ : -1;
+  outside_worker_ = workers_started_;
+  outside_held_ = held;
+  if (held < 0 || before < 0 || reply.leaked_bytes > 0 || held - before < kOutsideGrowthNote) return;
+  r.message += std::string(r.message.empty() ? "" : "\n  ") + "note (not scored): seen from outside the worker " +
+               "(the driver's count, NVML), its processes held " + std::to_string((held - before) >> 20) +
+               " MiB more device memory after this call than before it, and the worker's own count found no " +
+               "leak: memory a call keeps is a leak, unless the driver reserved it (a kernel's local memory, " +
+               "loaded modules)";
 }
 
 /// The verdict from a well-formed reply and the buffers the trusted side checks or reads itself.

@@ -141,6 +141,19 @@ class SharedMappings {
   std::vector<std::uint64_t> sizes_;
 };
 
+#ifndef SCANGRADE_EMULATED
+/// Gives the device's pools' unused memory back to the driver after a checked call, so that the
+/// judge's outside view (grading/judge/outside.h: the driver's count of this process's device
+/// memory) sees only what the call left allocated, not what a pool keeps for the next call.
+void trim_pools() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return;
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+  if (cudaDeviceGetMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+}
+#endif
+
 /// The buffers of the last shared check, kept mapped for the next one (Command::kept).
 std::unique_ptr<SharedMappings> g_check_buffers;
 
@@ -173,6 +186,7 @@ bool check(const std::string& dir, const Command& c, CheckReply& r) {
 #else
     run = run_in_place(fn, buffers.at<const T>(0), buffers.at<T>(1) + kGuardElements, c.c.n);
     findings = policy::end();
+    trim_pools();
 #endif
   } else {
     const std::vector<T> input = read_input<T>(dir, c);

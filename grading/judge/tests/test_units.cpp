@@ -1,13 +1,16 @@
 // The judge's pieces on their own: SHA-256, the compute-sanitizer XML reader, the performance rule,
 // the command line.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 
 #include "checker_messages.h"
 #include "judge.h"
+#include "outside.h"
 #include "session.h"
 #include "sanitizer_xml.h"
 #include "scoring.h"
@@ -309,6 +312,33 @@ TEST(CommandLine, RejectsBadUsage) {
   EXPECT_NE(error({"--out", "r.json"}).find("required"), std::string::npos);
   EXPECT_TRUE(parse_args({"--help"}).help);
   EXPECT_NE(usage_text().find("Exit codes"), std::string::npos);
+}
+
+TEST(OutsideView, TheProcessTreeHoldsChildrenAndGrandchildren) {
+  // a child that starts a grandchild; both sleep until killed
+  const pid_t child = fork();
+  if (child == 0) {
+    if (fork() == 0) pause();
+    pause();
+  }
+  std::vector<pid_t> tree;
+  for (int i = 0; i < 200 && tree.size() < 3; ++i) {
+    usleep(5000);
+    tree = process_tree(getpid());
+  }
+  EXPECT_EQ(tree.front(), getpid());
+  EXPECT_NE(std::find(tree.begin(), tree.end(), child), tree.end());
+  EXPECT_GE(tree.size(), 3u);  // this test, its child, the grandchild
+  const std::vector<pid_t> below = process_tree(child);
+  for (const pid_t p : below) kill(p, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_EQ(below.size(), 2u);
+  // without NVML (the CPU machines) the view says why and reports -1, never a count
+  const DeviceMemoryView& view = DeviceMemoryView::get();
+  if (!view.available()) {
+    EXPECT_FALSE(view.why_not().empty());
+    EXPECT_EQ(view.held_by_tree(getpid()), -1);
+  }
 }
 
 }  // namespace
