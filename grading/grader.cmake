@@ -143,10 +143,12 @@ add_library(scangrade_judge_lib STATIC
   ${SCANGRADE_JUDGE_DIR}/gpu_lock.cpp
   ${SCANGRADE_JUDGE_DIR}/command_line.cpp
   ${SCANGRADE_JUDGE_DIR}/session.cpp
+  ${SCANGRADE_JUDGE_DIR}/outside.cpp
   ${SCANGRADE_JUDGE_DIR}/case_memory.cpp
   ${SCANGRADE_JUDGE_DIR}/case_data.cpp
   ${SCANGRADE_JUDGE_DIR}/functional.cpp
   ${SCANGRADE_JUDGE_DIR}/timing.cpp
+  ${SCANGRADE_JUDGE_DIR}/timing_share.cpp
   ${SCANGRADE_JUDGE_DIR}/sanitizer.cpp
   ${SCANGRADE_JUDGE_DIR}/results.cpp
   ${SCANGRADE_JUDGE_DIR}/judge.cpp)

@@ -14,6 +14,48 @@
 
 namespace scangrade::grader {
 
+namespace {
+
+/// --help's options for the GPU backend's timing and batches.
+std::string gpu_options_text() {
+  return R"(  --gpu-lock FILE         judges that share a GPU share FILE (created if missing, with FILE.gate):
+                          each holds it shared while it runs cases and compute-sanitizer, and
+                          exclusive while it times its passed perf cases, all in one go after its
+                          functional runs, so that timings are taken with the GPU to one judge.
+                          Waits do not count against --budget-s nor a case's duration_s. Prints a
+                          "phases" line on stderr at the end (as --verbose)
+  --baseline-cache FILE   time the reference, CUB and the copy once per case and GPU, and reuse
+                          them: FILE (JSON, created if missing) keeps them per device, case and
+                          harness version. Read and written only with the exclusive GPU lock held;
+                          use one FILE per GPU, with --gpu-lock. Without it the baselines are timed
+                          in the same process as the student's call, every time
+  --case-cache DIR        share the cases' inputs and oracle outputs among the judges of a batch:
+                          each is made once, kept in DIR/<key>.case (the key: a sha256 of the
+                          harness, the judge's build and the case's id, dtype, n, values, seed and
+                          kind) and read by the others. DIR must be the judges' alone (0700, out of
+                          every worker's reach). A missing, bad or unwritable file is made again
+                          here: the cache never changes a verdict. Ignored with --sandbox off (a
+                          worker could write it). Without it each judge makes its own
+  --reference-worker BIN  the reference solution built as a worker (scangrade_worker_reference;
+                          default: the one next to the judge; none: do without). On the gpu
+                          backend it calibrates, on every timed case, what the worker path adds to
+                          the judge's own clock around a call; a call then counts at least the
+                          judge's clock less that. Without it the submission's own empty calls do
+)";
+}
+
+std::string exit_codes_text() {
+  return R"(Exit codes (also results.exit_code):
+  0  graded, every case passed
+  1  graded, some case did not pass
+  2  bad input: usage, malformed suite or build file (message on stderr; no results written)
+  3  internal error, a harness fault such as a missing worker binary or an unwritable channel
+     folder: results written with outcome not_graded and `errors` filled (please report)
+)";
+}
+
+}  // namespace
+
 std::string usage_text() {
   return R"(usage: scangrade_judge --worker BIN --out results.json --submission-name NAME
                       --submission-path PATH --backend gpu|emulate [--suite FILE]...
@@ -21,7 +63,8 @@ std::string usage_text() {
                       [--budget-s 900] [--stop-after-timeouts 3] [--stop-after-crashes 5] [--timeout-scale 1.0] [--sanitizer auto|off]
                       [--compute-sanitizer PATH] [--only-slot SLOT] [--max-n N] [--log-limit 65536]
                       [--sandbox auto|require|off] [--bwrap PATH] [--sandbox-uid N]
-                      [--gpu-lock FILE] [--baseline-cache FILE] [--case-cache DIR] [--verbose]
+                      [--gpu-lock FILE] [--baseline-cache FILE] [--case-cache DIR]
+                      [--reference-worker BIN|none] [--verbose]
 
 Grades one submission: runs every case of the suites through the worker (the only process that links
 the student's code), checks each result against the CPU oracle and writes results.json
@@ -76,37 +119,13 @@ the student's code), checks each result against the CPU oracle and writes result
   --bwrap PATH            the bubblewrap executable (default: bwrap in PATH)
   --sandbox-uid N         the uid student code runs as when the judge runs as root (default 65534;
                           judges running side by side without cgroups want one each)
-  --gpu-lock FILE         judges that share a GPU share FILE (created if missing, with FILE.gate):
-                          each holds it shared while it runs cases and compute-sanitizer, and
-                          exclusive while it times its passed perf cases, all in one go after its
-                          functional runs, so that timings are taken with the GPU to one judge.
-                          Waits do not count against --budget-s nor a case's duration_s. Prints a
-                          "phases" line on stderr at the end (as --verbose)
-  --baseline-cache FILE   time the reference, CUB and the copy once per case and GPU, and reuse
-                          them: FILE (JSON, created if missing) keeps them per device, case and
-                          harness version. Read and written only with the exclusive GPU lock held;
-                          use one FILE per GPU, with --gpu-lock. Without it the baselines are timed
-                          in the same process as the student's call, every time
-  --case-cache DIR        share the cases' inputs and oracle outputs among the judges of a batch:
-                          each is made once, kept in DIR/<key>.case (the key: a sha256 of the
-                          harness, the judge's build and the case's id, dtype, n, values, seed and
-                          kind) and read by the others. DIR must be the judges' alone (0700, out of
-                          every worker's reach). A missing, bad or unwritable file is made again
-                          here: the cache never changes a verdict. Ignored with --sandbox off (a
-                          worker could write it). Without it each judge makes its own
-  --verbose               one progress line per case on stderr; at the end a line
+)" + gpu_options_text() + R"(  --verbose               one progress line per case on stderr; at the end a line
                           "scangrade_judge: phases functional_s=F timing_s=T lock_wait_s=W sanitizer_s=S
                           prepare_s=P" (T: timed cases, the GPU held exclusively; P: their
                           inputs put on the GPU beforehand)
   --help                  this text
 
-Exit codes (also results.exit_code):
-  0  graded, every case passed
-  1  graded, some case did not pass
-  2  bad input: usage, malformed suite or build file (message on stderr; no results written)
-  3  internal error, a harness fault such as a missing worker binary or an unwritable channel
-     folder: results written with outcome not_graded and `errors` filled (please report)
-)";
+)" + exit_codes_text();
 }
 
 namespace {
@@ -180,6 +199,7 @@ void read_flag(const std::string& a, ArgReader& r, Options& o, std::optional<std
   if (a == "--help" || a == "-h") o.help = true;
   else if (a == "--worker") o.worker = r.value();
   else if (a == "--checker") o.checker = r.value();
+  else if (a == "--reference-worker") o.reference_worker = r.value();
   else if (a == "--out") o.out = r.value();
   else if (a == "--submission-name") o.submission_name = r.value();
   else if (a == "--submission-path") o.submission_path = r.value();

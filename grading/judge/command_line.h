@@ -14,6 +14,7 @@ namespace scangrade::grader {
 struct Options {
   std::string worker;                     // worker executable; may be empty only when the build failed
   std::string checker;                    // scangrade_checker (gpu backend)
+  std::string reference_worker;           // --reference-worker BIN|none: calibrates the judge's clock (gpu backend)
   std::string out;                        // results.json
   std::string submission_name, submission_path;
   std::string backend;                    // "gpu" or "emulate"

@@ -117,6 +117,9 @@ int grade(const Options& o, Clock::time_point t0, const std::vector<LoadedSuite>
                       r.timing ? r.timing->ratio_interval : std::nullopt});
   }
   g.sheet = score_cases(scored, perf_max, gpu);
+  if (session)  // why the GPU's fair share ended a slot's timing before every perf case was timed
+    for (const auto& [slot, why] : session->timing_stopped())
+      if (g.sheet.slots.contains(std::string(name(slot)))) g.sheet.slots[std::string(name(slot))]["timing_stopped"] = why;
   g.exit_code = !g.errors.empty() ? kInternalError : g.sheet.all_pass ? kAllPassed : kSomeFailed;
   g.environment = environment_json(session.get(), sanitizer_path);
   g.student_output = student_output_json(session ? &session->student_log() : nullptr, o.log_limit);

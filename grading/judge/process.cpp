@@ -161,7 +161,7 @@ WorkerProcess::Read WorkerProcess::read_line(std::string& line, Clock::time_poin
     if (buffer_.size() > kMaxLine) return Read::Overlong;
     if (eof_) return Read::Eof;
     pollfd p{from_child_, POLLIN, 0};
-    const int timeout = ms_until(deadline);
+    const int timeout = spin_ ? 0 : ms_until(deadline);
     const int ready = poll(&p, 1, timeout);
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {

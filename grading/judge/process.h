@@ -54,6 +54,9 @@ class WorkerProcess {
   enum class Read { Line, Timeout, Eof, Overlong };
   /// The next line from fd 3 before the deadline.
   Read read_line(std::string& line, Clock::time_point deadline);
+  /// Whether read_line polls without sleeping (timed calls: the judge's clock then sees a reply
+  /// when it comes, not when this process wakes up).
+  void set_spin(bool on) { spin_ = on; }
 
   /// Waits for the process to end before the deadline; nullopt when it is still running.
   std::optional<ExitInfo> wait_exit(Clock::time_point deadline);
@@ -70,6 +73,7 @@ class WorkerProcess {
   int from_child_ = -1;  // its fd 3
   std::string buffer_;
   bool eof_ = false;
+  bool spin_ = false;
   std::optional<ExitInfo> exit_;
   std::unique_ptr<sandbox::Run> run_;  // its sandbox run: ended with the process (finish())
 };

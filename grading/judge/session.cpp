@@ -75,6 +75,7 @@ double Session::cut_at_budget(double deadline_s, bool& capped, std::optional<Slo
 }
 
 void Session::shutdown() {
+  calibrator_.reset();
   spares_.clear();
   started_tools_.clear();
   memory_.reset();
@@ -247,6 +248,7 @@ bool Session::take_worker(CaseResult& r, std::uintmax_t& log_from, Clock::time_p
     const auto checker_started = Clock::now();
     if (case_memory(ignored)) checker_start_s_ = seconds_since(checker_started);
     else errors_.pop_back();
+    start_calibrator();  // and the reference's as a student, for the timed cases (timing_share.cpp)
   }
   return true;
 }

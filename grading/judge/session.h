@@ -69,6 +69,7 @@ class Session {
   /// session keeps `channel` (the logs) until it ends.
   Session(const Options& o, std::unique_ptr<Channel> channel, const sandbox::Sandbox* sandbox = nullptr);
   ~Session() {
+    calibrator_.reset();
     worker_.reset();
     memory_.reset();
     checker_.reset();
@@ -149,6 +150,12 @@ class Session {
   CaseMemory* case_memory(CaseResult& r);
   /// A run-time policy finding of the worker's monitor, as the suite's policy says it costs.
   void policy_finding(const Entry& e, const CheckReply& reply, CaseResult& r);
+  /// GPU: the device memory the worker's processes hold, seen from outside (outside.h), after each
+  /// checked call; a call after which it grew by kOutsideGrowthNote or more while the worker's own
+  /// count found no leak gets a note (not scored: the driver's one-time reservations grow it too).
+  void outside_view(const CheckReply& reply, CaseResult& r);
+  std::int64_t outside_held_ = -1;  // the last sample, of the worker started as outside_worker_
+  int outside_worker_ = -1;
   /// One timed case's series: the checker's setup from `in`, the worker's calls, the verdict.
   void time_series(const Entry& e, const CachedInput& in, CaseResult& r, nlohmann::json& cache, bool& cache_changed);
   /// time_series' steps (timing.cpp): the checker's and the worker's setup, the judge's round trip,
@@ -157,13 +164,47 @@ class Session {
   bool open_series(Series& s, const CachedInput& in);
   bool calibrate_series(Series& s);
   bool run_pairs(Series& s);
+  /// run_pairs' step: call i (a warm-up below kWarmup) prepared, made, checked and, after the
+  /// warm-up, paired with a reference call. Failed: the series is over (said in r or errors_);
+  /// Cut: the fair share cut the call (its bound is the series' last call).
+  enum class Pair { Done, Failed, Cut };
+  Pair timed_pair(Series& s, int i);
   void record_timing(Series& s);
-  std::optional<Exchange> series_call(Series& s, int j, TimeCallReply& reply, double& wall_ms);
+  /// A timed call (call -1: an empty one); `cut`: the slot's timing budget cut it (the worker is gone).
+  std::optional<Exchange> series_call(Series& s, int j, TimeCallReply& reply, double& wall_ms, bool& cut);
   bool series_prime(Series& s, int j);
   void series_failed(Series& s, const Exchange& x);
   void not_computed(Series& s, int i, std::uint64_t outside);
   void abandon_series(Series& s);
   void end_checker_series();
+  // The GPU's fair share and the judge's clock (timing_share.cpp, timing_method.h).
+  /// An exchange with the worker while timing: its deadline cut at what is left of the slot's
+  /// timing budget (plus kCutGraceSeconds), its time taken from it; `cut`: the budget cut it.
+  Exchange timed_exchange(Series& s, const Command& c, double deadline_s, double& wall_ms, bool& cut);
+  /// A cut: the worker (killed by the cut) dropped, the slot's timing stopped, saying `during` what.
+  void budget_cut(Series& s, const std::string& during);
+  /// The slot's budget at the series' start: its share added; "" or why the series cannot start.
+  std::string open_share(Series& s);
+  /// Why the series stops before its next call ("" when it goes on).
+  std::string share_spent(const Series& s) const;
+  double pool_left_s(Slot slot) const;
+  /// The reference solution as a student, through the same protocol: its hello (once), its
+  /// time_begin on the series' buffers (calibration_buffers), its calls (the judge's clock less
+  /// their event times) before and after the submission's.
+  void start_calibrator();
+  bool calibrator_ready();
+  enum class Calibrated { Done, Unavailable, CheckerFailed };
+  Calibrated calibrate_with_reference(Series& s);
+  Calibrated calibration_calls(Series& s, int warm_up, int calls);
+  /// After the submission's calls: the reference's calls again, its time_end, the overhead.
+  void finish_calibration(Series& s);
+  void drop_calibrator(const std::string& why);
+  std::unique_ptr<WorkerProcess> calibrator_;
+  LogFile calibrator_log_;
+  bool calibrator_said_hello_ = false;
+  std::string calibrator_note_;                // why no calibrator runs ("" while one does)
+  std::map<Slot, double> pool_s_, granted_s_;  // each slot's timing budget: left, and granted so far
+  std::map<Slot, std::string> timing_stopped_; // slots whose timing a cut (or a spent budget) ended: why
   /// Ends a compute-sanitizer process and reads its report into `run`.
   ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_name,
                       Clock::time_point start, ToolRun run);
@@ -254,6 +295,8 @@ class Session {
     const auto it = policy_slots_.find(slot);
     return it == policy_slots_.end() ? "" : it->second;
   }
+  /// The slots whose timing the fair share stopped before every perf case was timed, and why.
+  const std::map<Slot, std::string>& timing_stopped() const { return timing_stopped_; }
   /// The checker's device line ("" when no checker runs).
   std::string checker_device() const { return checker_ ? checker_->device() : ""; }
 };

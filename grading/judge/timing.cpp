@@ -1,7 +1,9 @@
 // The timing pass (Session::time_cases): the passed perf cases timed after every functional run,
 // with the GPU to this judge alone. Every timed call gets fresh input from the checker and is paired
 // with one call of the reference in the checker (timing_method.h); CUB and copy baselines are
-// shared through --baseline-cache (the reference never is: its times come from the pairs).
+// shared through --baseline-cache (the reference never is: its times come from the pairs). The
+// judge's clock bounds every call, and the GPU's fair share ends a series early
+// (timing_share.cpp).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "results.h"
 #include "text.h"
 #include "timing_method.h"
+#include "timing_series.h"
 #include "scangrade/check.h"
 
 namespace scangrade::grader {
@@ -69,22 +72,20 @@ std::optional<Baselines> cached_baselines(const json& cache, const std::string& 
 
 namespace {
 
-std::string format(const char* fmt, double a) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, a);
-  return buf;
-}
-
-/// Which series of the student's times the timing object reports.
-enum class Clocked { Events, Host, Judge };
+/// Which of the worker's times the timing object reports (each call at least the judge's bound).
+enum class Clocked { Events, Host };
 
 /// The timing object's `method`: the method of timing_method.h, with this run's numbers.
-std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked clocked, double overhead_ms,
-                        bool fresh_input) {
+std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked clocked, bool fresh_input,
+                        bool warm_up_only) {
   using namespace timing;
   std::string method =
-      "median of " + std::to_string(reps) + " repetitions of the slot call, after " + std::to_string(kWarmup) +
-      " warm-up calls; before every call the trusted checker process " +
+      (warm_up_only ? "median of " + std::to_string(reps) +
+                          " warm-up calls of the slot (the GPU's fair share stopped the series before its first "
+                          "counted call: its time is from them, against the reference timed alone)"
+                    : "median of " + std::to_string(reps) + " repetitions of the slot call, after " +
+                          std::to_string(kWarmup) + " warm-up calls") +
+      "; before every call the trusted checker process " +
       (fresh_input ? std::string("wrote new input values of the case's kind, drawn on the device from a seed only "
                                  "it knows (a new one from the OS for every call), made that input's acceptance "
                                  "band,")
@@ -92,7 +93,7 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
                                  "values to draw),")) +
       " poisoned the output (calls alternate between two input/output address pairs that the checker owns) "
       "and flushed the L2 cache with a cudaMemsetAsync over 2x L2 (" +
-      format("%.0f", static_cast<double>(flush_bytes) / (1 << 20)) +
+      formatted("%.0f", static_cast<double>(flush_bytes) / (1 << 20)) +
       " MiB), and after every call it checked the whole output on the device against " +
       std::string(fresh_input ? "that call's" : "the case's") +
       " acceptance band before the call's time counted; every timed call was followed by one call of the slot's "
@@ -100,27 +101,26 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
       "flushed; both processes' default memory pools keep freed memory, release threshold: all), and the ratio "
       "to the reference is the median of these pairs' ratios; stopped at >= " +
       std::to_string(kMinReps) + " pairs once the 95% interval of that median (order statistics) was within +-" +
-      format("%.0f", 100 * kRatioHalfWidth) + "% of it, or at " + std::to_string(kMaxPairs) + " pairs, or after " +
-      format("%.0f", kPairedBudgetSeconds) + " s; ";
-  switch (clocked) {
-    case Clocked::Events:
-      method += "each call timed with CUDA events around it on its stream (the judge's own clock around every call "
-                "bounded these times)";
-      break;
-    case Clocked::Host:
-      method += "the host clock bounded by cudaDeviceSynchronize exceeded the event time by more than 50% and 50 us "
-                "(work on other streams), so the student's time is the host time";
-      break;
-    case Clocked::Judge:
-      method += "the times the submission's process reported were below what the judge's own clock saw around its "
-                "calls, so the student's time is the judge's clock minus the round trip of an empty call (" +
-                format("%.3f", overhead_ms) + " ms)";
-      break;
-  }
+      formatted("%.0f", 100 * kRatioHalfWidth) + "% of it, or at " + std::to_string(kMaxPairs) + " pairs, or after " +
+      formatted("%.0f", kPairedBudgetSeconds) + " s, or by the GPU's fair share; ";
+  method += clocked == Clocked::Events
+                ? "each call timed with CUDA events around it on its stream"
+                : "the host clock bounded by cudaDeviceSynchronize exceeded the event time by more than 50% and "
+                  "50 us (work on other streams), so the student's time is the host time";
   method += "; the reference alone, CUB and a device-to-device copy were timed the same way in the checker process ";
   method += cached ? "on this GPU earlier in the same batch, with the GPU to themselves (the batch's baseline cache)"
                    : "right before the student's calls";
   return method;
+}
+
+/// The method's sentence on the judge's bound: where the overhead came from and what it changed.
+std::string bound_text(double overhead_ms, const std::string& overhead_from, int raised, int calls) {
+  std::string text = "; every call counts at least the judge's clock around it less " +
+                     formatted("%.3f", overhead_ms) + " ms, " + overhead_from + ": ";
+  if (raised == 0) return text + "no call reported less";
+  text += std::to_string(raised) + " of " + std::to_string(calls) + " calls reported less and count as that bound";
+  if (2 * raised > calls) text += " (the student's time is the judge's clock)";
+  return text;
 }
 
 }  // namespace
@@ -129,21 +129,25 @@ void Session::time_cases(const std::vector<Entry>& entries, std::vector<CaseResu
   std::vector<std::size_t> todo;
   for (std::size_t i = 0; i < entries.size(); ++i)
     if (entries[i].c.perf && results[i].status == Status::Pass) todo.push_back(i);
-  if (todo.empty()) return;
+  if (todo.empty()) return calibrator_.reset();
   // the GPU to this judge alone, for all its timed cases in one go
   std::optional<GpuLock> gpu;
   if (const std::string why = take_gpu(GpuLock::Exclusive, gpu); !why.empty()) {
     for (std::size_t i : todo) harness_fault(results[i], why);
+    calibrator_.reset();
     return;
   }
+  start_calibrator();  // started with the first worker, unless it could not be then
   json cache = o_.baseline_cache.empty() ? json(nullptr) : load_baseline_cache(o_.baseline_cache);
   bool cache_changed = false;
   const auto start = Clock::now();
   for (std::size_t i : todo) {
+    if (timing_stopped_.count(entries[i].c.slot)) continue;  // the fair share ended the slot's timing
     const auto case_start = Clock::now();
     time_case(entries[i], results[i], cache, cache_changed);
     results[i].duration_s += seconds_since(case_start);
   }
+  calibrator_.reset();
   if (cache_changed) save_baseline_cache(o_.baseline_cache, cache);
   timing_s_ += seconds_since(start);
 }
@@ -178,32 +182,21 @@ void Session::time_case(const Entry& e, CaseResult& r, json& cache, bool& cache_
   if (cached) ::close(in.fd);
 }
 
-/// One timed case's series: what time_series' steps share.
-struct Session::Series {
-  Series(const Entry& entry, CaseResult& result, std::string baseline_key)
-      : e(entry), r(result), key(std::move(baseline_key)) {}
-  const Entry& e;
-  CaseResult& r;
-  std::string key;                   // the baseline cache's key
-  std::optional<Baselines> cached;   // the cache's baselines, when it had them
-  Baselines used;                    // the baselines this case reports
-  std::size_t bytes = 0, flush_bytes = 0;
-  bool fresh_input = false;
-  double deadline_s = 0, overhead_ms = 0;
-  timing::BenchVariation variation;  // benchmark-only (timing_method.h); none when grading
-  std::string stopped_by;            // which stopping rule ended the series
-  std::vector<double> event_ms, host_ms, judge_ms, reference_ms, event_ratios;
-};
-
 void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, json& cache, bool& cache_changed) {
   Series s(e, r, baseline_key(checker_->device(), e));
   s.cached = cached_baselines(cache, s.key);
   s.variation = timing::bench_variation();
   if (!s.variation.error.empty()) return errors_.push_back("cannot time " + e.c.id + ": " + s.variation.error);
   if (!open_series(s, in) || !calibrate_series(s) || !run_pairs(s)) return;
-  if (const Exchange x = exchange(*worker_, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, false, log_);
-      x.kind != Exchange::Reply)
-    drop_worker();
+  if (worker_) {  // a call cut by the fair share took the worker with it
+    double wall = 0;
+    bool cut = false;
+    const Exchange x = timed_exchange(s, command(Mode::TimeEnd, e), 30 * o_.timeout_scale, wall, cut);
+    if (cut) budget_cut(s, "its time_end");
+    else if (x.kind != Exchange::Reply) drop_worker();
+    if (worker_) worker_->set_spin(false);
+  }
+  finish_calibration(s);
   end_checker_series();
   record_timing(s);
   // baselines measured now go to the cache (only positive numbers)
@@ -255,29 +248,41 @@ bool Session::open_series(Series& s, const CachedInput& in) {
   s.used = s.cached ? *s.cached : setup.baselines.value();
   s.flush_bytes = setup.flush_bytes;
   s.fresh_input = setup.fresh_input;
-
-  // the worker maps the four buffers
+  if (const std::string why = open_share(s); !why.empty()) {  // the slot's timing budget is spent
+    timing_stopped_[e.c.slot] = why;
+    end_checker_series();
+    return false;
+  }
+  // the worker maps the four buffers (and the reference as a student, for the calibration)
   Command begin = command(Mode::TimeBegin, e);
   begin.shared = true;
   begin.sizes = setup.sizes;
+  worker_->set_spin(true);  // the judge's clock sees each reply when it comes (timing_share.cpp)
   worker_->send_fds(buffers.fds);
+  if (calibrator_ready())
+    for (int fd : buffers.fds) s.calibration_buffers.fds.push_back(::dup(fd));
+  s.calibration_buffers.sizes = setup.sizes;
   buffers.close();
   s.deadline_s = case_deadline_s(e.c);
-  if (const Exchange x = exchange(*worker_, begin, 60 * o_.timeout_scale, false, log_); x.kind != Exchange::Reply) {
+  double wall = 0;
+  bool cut = false;
+  const Exchange x = timed_exchange(s, begin, 60 * o_.timeout_scale, wall, cut);
+  if (cut) {
+    budget_cut(s, "its time_begin");
+    end_checker_series();
+    return false;
+  }
+  if (x.kind != Exchange::Reply) {
     series_failed(s, x);
     return false;
   }
   return true;
 }
 
-std::optional<Exchange> Session::series_call(Series& s, int j, TimeCallReply& reply, double& wall_ms) {
+std::optional<Exchange> Session::series_call(Series& s, int j, TimeCallReply& reply, double& wall_ms, bool& cut) {
   Command c = command(Mode::TimeCall, s.e);
   c.call = j;
-  bool capped = false;
-  const double deadline = cut_at_budget(s.deadline_s, capped, s.e.c.slot);
-  const auto t0 = Clock::now();
-  Exchange x = exchange(*worker_, c, deadline, capped, log_);
-  wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  Exchange x = timed_exchange(s, c, s.deadline_s, wall_ms, cut);
   if (x.kind != Exchange::Reply) return x;
   try {
     reply = x.reply.get<TimeCallReply>();
@@ -302,24 +307,6 @@ bool Session::series_prime(Series& s, int j) {
   return false;
 }
 
-bool Session::calibrate_series(Series& s) {
-  // the round trip of an empty call: what the judge's clock adds to every call
-  // (after the checker's prime, as the real calls: the context switch back to the worker counts)
-  std::vector<double> empty_ms;
-  for (int i = 0; i < 5; ++i) {
-    TimeCallReply reply;
-    double wall = 0;
-    if (!series_prime(s, i % 2)) return false;
-    if (auto x = series_call(s, -1, reply, wall)) {
-      series_failed(s, *x);
-      return false;
-    }
-    empty_ms.push_back(wall);
-  }
-  s.overhead_ms = timing::quantile(empty_ms, 0.5);
-  return true;
-}
-
 void Session::abandon_series(Series& s) {
   end_checker_series();
   Command end = command(Mode::TimeEnd, s.e);
@@ -328,69 +315,105 @@ void Session::abandon_series(Series& s) {
 
 bool Session::run_pairs(Series& s) {
   using namespace timing;
-  const Entry& e = s.e;
-  CaseResult& r = s.r;
   const auto series_start = Clock::now();
   for (int i = 0;; ++i) {
-    const int j = i % 2;
-    if (!series_prime(s, j)) return false;
-    TimeCallReply reply;
-    double wall = 0;
-    if (auto x = series_call(s, j, reply, wall)) {
-      series_failed(s, *x);
-      return false;
-    }
-    if (!reply.error.empty()) {
-      r.status = Status::Crash;
-      r.message = "the case passed, then failed during the timed repetitions: " + reply.error;
-      if (reply.context_broken) drop_worker();
-      end_checker_series();
-      return false;
-    }
-    CheckerReply verified;
-    try {
-      verified = checker_->request(CheckerRequest::verify(j), {});
-    } catch (const std::exception& ex) {
-      verified = CheckerReply::failed(ex.what());
-    }
-    if (!verified.error.empty()) {
-      errors_.push_back("cannot time " + e.c.id + ": the checker: " + verified.error);
-      end_checker_series();
-      return false;
-    }
-    if (verified.outside) {
-      not_computed(s, i, *verified.outside);
+    if (std::string why = share_spent(s); !why.empty()) {  // the slot's timing budget
+      s.stopped = std::move(why);
+      s.stopped_by = "the GPU's fair share";
+      if (!s.calls.empty()) return true;
+      timing_stopped_[s.e.c.slot] = s.stopped;
       abandon_series(s);
       return false;
+    }
+    switch (timed_pair(s, i)) {
+      case Pair::Failed: return false;
+      case Pair::Cut: return true;
+      case Pair::Done: break;
     }
     if (i < kWarmup) continue;
-    // the paired reference call (the checker made its own warm-up calls at time_setup)
-    CheckerReply paired;
-    try {
-      paired = checker_->request(CheckerRequest::of(CheckerOp::ReferenceCall), {});
-    } catch (const std::exception& ex) {
-      paired = CheckerReply::failed(ex.what());
+    s.counted_s += s.bound_ms(s.calls.back().wall_ms) / 1000;
+    if (s.counted_s >= s.allowance_s) {  // as long as the longest series of a submission too slow for points
+      s.stopped = "timing stopped after " + std::to_string(i + 1) + " calls: the counted calls took " +
+                  formatted("%.3f", s.counted_s) + " s (the judge's clock), as long as " +
+                  std::to_string(kMaxPairs) + " calls " + formatted("%.0f", kAllowanceRatio) +
+                  "x slower than the reference (" + formatted("%.3f", s.used.reference_ms) +
+                  " ms timed alone) would take; a slot 4x slower than the reference earns no performance points, "
+                  "so this case is timed no further";
+      s.stopped_by = "the GPU's fair share";
+      return true;
     }
-    if (!paired.error.empty()) {
-      errors_.push_back("cannot time " + e.c.id + ": the checker's reference call: " + paired.error);
-      abandon_series(s);
-      return false;
-    }
-    s.event_ms.push_back(reply.event_ms);
-    s.host_ms.push_back(reply.host_ms);
-    s.judge_ms.push_back(std::max(0.0, wall - s.overhead_ms));
-    s.reference_ms.push_back(paired.ms);
-    s.event_ratios.push_back(reply.event_ms > 0 ? s.reference_ms.back() / reply.event_ms : 0.0);
     const double elapsed_s = seconds_since(series_start);
-    if (!series_done(s.event_ratios, elapsed_s, s.variation)) continue;
-    const int pairs = static_cast<int>(s.event_ratios.size());
+    if (!series_done(s.ratios, elapsed_s, s.variation)) continue;
+    const int pairs = static_cast<int>(s.ratios.size());
     s.stopped_by = s.variation.fixed_reps > 0 ? "its fixed number of pairs"
-                   : ratio_known(std::vector<double>(s.event_ratios), 0.0) && pairs < kMaxPairs
+                   : ratio_known(std::vector<double>(s.ratios), 0.0) && pairs < kMaxPairs
                        ? "the interval rule"
                    : pairs >= kMaxPairs ? "the most pairs"
                                        : "the time budget";
     return true;
   }
+}
+
+Session::Pair Session::timed_pair(Series& s, int i) {
+  using timing::kWarmup;
+  const int j = i % 2;
+  if (!series_prime(s, j)) return Pair::Failed;
+  TimeCallReply reply;
+  double wall = 0;
+  bool cut = false;
+  if (auto x = series_call(s, j, reply, wall, cut)) {
+    if (!cut) {
+      series_failed(s, *x);
+      return Pair::Failed;
+    }
+    // it ran at least this long: the case's last call (against the reference timed alone)
+    s.calls.push_back({0, 0, wall, s.used.reference_ms, i >= kWarmup});
+    budget_cut(s, "call " + std::to_string(i + 1));
+    return Pair::Cut;
+  }
+  if (!reply.error.empty()) {
+    s.r.status = Status::Crash;
+    s.r.message = "the case passed, then failed during the timed repetitions: " + reply.error;
+    if (reply.context_broken) drop_worker();
+    end_checker_series();
+    return Pair::Failed;
+  }
+  CheckerReply verified;
+  try {
+    verified = checker_->request(CheckerRequest::verify(j), {});
+  } catch (const std::exception& ex) {
+    verified = CheckerReply::failed(ex.what());
+  }
+  if (!verified.error.empty()) {
+    errors_.push_back("cannot time " + s.e.c.id + ": the checker: " + verified.error);
+    end_checker_series();
+    return Pair::Failed;
+  }
+  if (verified.outside) {
+    not_computed(s, i, *verified.outside);
+    abandon_series(s);
+    return Pair::Failed;
+  }
+  if (i < kWarmup) {
+    s.calls.push_back({reply.event_ms, reply.host_ms, wall, s.used.reference_ms, false});
+    return Pair::Done;
+  }
+  // the paired reference call (the checker made its own warm-up calls at time_setup)
+  CheckerReply paired;
+  try {
+    paired = checker_->request(CheckerRequest::of(CheckerOp::ReferenceCall), {});
+  } catch (const std::exception& ex) {
+    paired = CheckerReply::failed(ex.what());
+  }
+  if (!paired.error.empty()) {
+    errors_.push_back("cannot time " + s.e.c.id + ": the checker's reference call: " + paired.error);
+    abandon_series(s);
+    return Pair::Failed;
+  }
+  s.calls.push_back({reply.event_ms, reply.host_ms, wall, paired.ms, true});
+  const double judged = std::max(reply.event_ms, s.bound_ms(wall));
+  s.ratios.push_back(judged > 0 ? paired.ms / judged : 0.0);
+  return Pair::Done;
 }
 
 void Session::not_computed(Series& s, int i, std::uint64_t outside) {
@@ -407,27 +430,40 @@ void Session::not_computed(Series& s, int i, std::uint64_t outside) {
 
 void Session::record_timing(Series& s) {
   using namespace timing;
-  // the worker's own times are evidence; the judge's clock bounds them
-  const double event_median = quantile(s.event_ms, 0.5), host_median = quantile(s.host_ms, 0.5);
-  const double judge_median = quantile(s.judge_ms, 0.5);
-  Clocked clocked = host_median > 1.5 * event_median && host_median - event_median > 0.050 ? Clocked::Host
-                                                                                            : Clocked::Events;
-  const double reported = clocked == Clocked::Host ? host_median : event_median;
-  // below 70% of the judge's clock, less 100 us of slack: not what happened (an honest call's
-  // reported time is the judge's minus launch and synchronization costs)
-  if (reported < 0.7 * judge_median - 0.100) clocked = Clocked::Judge;
-  const std::vector<double>& chosen =
-      clocked == Clocked::Events ? s.event_ms : clocked == Clocked::Host ? s.host_ms : s.judge_ms;
+  // the counted calls; a series the fair share stopped in its warm-up: those calls, against the
+  // reference timed alone
+  std::vector<TimedCall> calls;
+  for (const TimedCall& c : s.calls)
+    if (c.counted) calls.push_back(c);
+  const bool warm_up_only = calls.empty();
+  if (warm_up_only) calls = s.calls;
+  if (calls.empty()) return;
+  // the worker's own times are evidence: each call counts at least the judge's bound
+  std::vector<double> event_ms, host_ms;
+  for (const TimedCall& c : calls) event_ms.push_back(c.event_ms), host_ms.push_back(c.host_ms);
+  const double event_median = quantile(event_ms, 0.5), host_median = quantile(host_ms, 0.5);
+  const Clocked clocked = host_median > 1.5 * event_median && host_median - event_median > 0.050 ? Clocked::Host
+                                                                                                  : Clocked::Events;
+  std::vector<double> chosen;
+  int raised = 0;
+  for (const TimedCall& c : calls) {
+    const double reported = clocked == Clocked::Host ? c.host_ms : c.event_ms, bound = s.bound_ms(c.wall_ms);
+    chosen.push_back(std::max(reported, bound));
+    raised += bound > reported ? 1 : 0;
+  }
   const Stats mine = summarize(chosen);
   // the ratio: the median of the paired ratios, with its 95% interval; a paired reference time
   // counts at most kMaxReferenceSlowdown x the reference timed alone (timing_method.h)
   const Baselines& used = s.used;
   const double cap = used.reference_ms > 0 ? kMaxReferenceSlowdown * used.reference_ms : 0.0;
   int capped = 0;
-  for (double& ms : s.reference_ms)
+  std::vector<double> reference_ms, ratios;
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    double ms = calls[k].reference_ms;
     if (cap > 0 && ms > cap) ms = cap, ++capped;
-  std::vector<double> ratios;
-  for (std::size_t k = 0; k < chosen.size(); ++k) ratios.push_back(chosen[k] > 0 ? s.reference_ms[k] / chosen[k] : 0.0);
+    reference_ms.push_back(ms);
+    ratios.push_back(chosen[k] > 0 ? ms / chosen[k] : 0.0);
+  }
   const auto [ratio_lo, ratio_hi] = median_interval(ratios);
 
   // bytes read + written over milliseconds: GB/s = bytes / (ms * 1e6)
@@ -441,17 +477,22 @@ void Session::record_timing(Series& s) {
   t.gbps = gbps(mine.median_ms);
   t.copy_gbps = gbps(used.copy_ms);
   t.fraction_of_copy = t.copy_gbps > 0 ? t.gbps / t.copy_gbps : 0.0;
-  t.reference_ms = quantile(s.reference_ms, 0.5);
+  t.reference_ms = quantile(reference_ms, 0.5);
   t.cub_ms = used.cub_ms;
   t.ratio_to_reference = quantile(ratios, 0.5);
   t.ratio_interval = std::make_pair(ratio_lo, ratio_hi);
   t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
-  t.method = method_text(mine.reps, s.flush_bytes, s.cached.has_value(), clocked, s.overhead_ms, s.fresh_input);
-  t.method += "; a paired reference time counts at most " + format("%.2f", kMaxReferenceSlowdown) +
-              "x the reference timed alone (" + format("%.3f", used.reference_ms) + " ms; " + std::to_string(capped) +
-              " of " + std::to_string(s.reference_ms.size()) + " paired reference times were above it); stopped by " +
+  t.clock = 2 * raised > mine.reps ? "judge" : clocked == Clocked::Host ? "host" : "events";
+  t.raised_to_bound = raised;
+  t.judge_overhead_ms = s.overhead_ms;
+  t.stopped = s.stopped;
+  t.method = method_text(mine.reps, s.flush_bytes, s.cached.has_value(), clocked, s.fresh_input, warm_up_only) +
+             bound_text(s.overhead_ms, s.overhead_from, raised, mine.reps);
+  t.method += "; a paired reference time counts at most " + formatted("%.2f", kMaxReferenceSlowdown) +
+              "x the reference timed alone (" + formatted("%.3f", used.reference_ms) + " ms; " + std::to_string(capped) +
+              " of " + std::to_string(reference_ms.size()) + " paired reference times were above it); stopped by " +
               s.stopped_by + " with the ratio's 95% interval at " +
-              format("%.2f", t.ratio_to_reference > 0 ? 50 * (ratio_hi - ratio_lo) / t.ratio_to_reference : 0.0) +
+              formatted("%.2f", t.ratio_to_reference > 0 ? 50 * (ratio_hi - ratio_lo) / t.ratio_to_reference : 0.0) +
               "% of it each side" + describe(s.variation);
   s.r.timing = t;
 }

@@ -190,6 +190,12 @@ void to_json(json& j, const Timing& m) {
        {"ratio_to_cub", m.ratio_to_cub},
        {"method", m.method}};
   if (m.ratio_interval) j["ratio_interval"] = {m.ratio_interval->first, m.ratio_interval->second};
+  if (!m.clock.empty()) {
+    j["clock"] = m.clock;
+    j["raised_to_bound"] = m.raised_to_bound;
+    j["judge_overhead_ms"] = m.judge_overhead_ms;
+  }
+  if (!m.stopped.empty()) j["stopped"] = m.stopped;
 }
 
 void from_json(const json& j, Timing& m) {
@@ -213,6 +219,16 @@ void from_json(const json& j, Timing& m) {
     if (!r.is_array() || r.size() != 2 || !r[0].is_number() || !r[1].is_number())
       throw MessageError("field 'ratio_interval' is not two numbers");
     m.ratio_interval = std::make_pair(r[0].get<double>(), r[1].get<double>());
+  }
+  if (const json* clock = f.find("clock")) {
+    if (!clock->is_string()) throw MessageError("field 'clock' has the wrong type");
+    m.clock = clock->get<std::string>();
+    m.raised_to_bound = f.integer("raised_to_bound");
+    m.judge_overhead_ms = f.number("judge_overhead_ms");
+  }
+  if (const json* stopped = f.find("stopped")) {
+    if (!stopped->is_string()) throw MessageError("field 'stopped' has the wrong type");
+    m.stopped = stopped->get<std::string>();
   }
   f.nothing_else();
 }

@@ -43,6 +43,53 @@ inline constexpr double kRatioHalfWidth = 0.01;
 inline constexpr double kPairedBudgetSeconds = 4.0;
 inline constexpr double kMaxReferenceSlowdown = 1.10;
 
+// The student's time from outside (README "Security model"). The worker's process is the
+// submission's: its event times are its word. The judge's clock around a call bounds the call from
+// below once the worker path's own cost is taken off, and that cost is calibrated on each timed case
+// with the reference solution run as a student (scangrade_worker_reference, the grader's own binary,
+// through the same protocol): kCalibrationCalls calls after kWarmup warm-up calls before the
+// submission's series and kCalibrationCalls after it, each call's judge's clock less its event time;
+// the second largest of them (one outlier does not widen the bound) is what the judge's clock may
+// exceed an honest call by. A call counts as max(its reported time, judge's clock - that overhead).
+// While timing, the judge polls for the worker's reply without sleeping, so that its own wake-up is
+// not in its clock.
+inline constexpr int kCalibrationCalls = 5;
+
+/// The judge's lower bound on a call's time: its clock around the exchange less the calibrated
+/// overhead of the worker path (never below 0).
+inline double judge_bound_ms(double wall_ms, double overhead_ms) { return std::max(0.0, wall_ms - overhead_ms); }
+
+/// The calibration calls' overhead (judge's clock - event time): the second largest of them (the
+/// largest below 4 calls), never below 0.
+inline double calibrated_overhead_ms(const std::vector<double>& wall_ms, const std::vector<double>& event_ms) {
+  std::vector<double> overheads;
+  for (std::size_t i = 0; i < wall_ms.size() && i < event_ms.size(); ++i) overheads.push_back(wall_ms[i] - event_ms[i]);
+  if (overheads.empty()) return 0;
+  std::sort(overheads.begin(), overheads.end());
+  return std::max(0.0, overheads[overheads.size() - (overheads.size() >= 4 ? 2 : 1)]);
+}
+
+// A fair share of the GPU (README "Timing and performance points"). While a judge times, the GPU is
+// its alone (the exclusive --gpu-lock): a submission's timed calls get a budget from the reference's
+// time, so that none makes the class wait longer than a full series of a submission too slow to earn
+// performance points. kAllowanceRatio is 1.25 x the zero-point ratio's 4x (scoring.h: none at 4x
+// slower than the reference): a submission that can still earn points gets its whole series.
+//   * a case's counted calls (after its warm-up) stop once they took kMaxPairs calls at
+//     kAllowanceRatio x the reference timed alone (the judge's bound of each call);
+//   * a slot's timed cases share a pool: kSlotSlackSeconds (first calls: module loading, pool
+//     growth), plus (kWarmup + kMaxPairs) calls at kAllowanceRatio x the reference for each case
+//     reached; every exchange with the worker while timing (its setup, calls, end) is taken from it,
+//     a call is cut (the worker killed) at what is left plus kCutGraceSeconds, and a call is not
+//     started when less is left than the last call took. A cut ends the slot's timing.
+inline constexpr double kAllowanceRatio = 5.0;
+inline constexpr double kSlotSlackSeconds = 1.0;
+inline constexpr double kCutGraceSeconds = 0.25;
+
+/// Seconds of `calls` calls at kAllowanceRatio x the reference's `reference_ms`.
+inline double allowance_s(int calls, double reference_ms) {
+  return static_cast<double>(calls) * kAllowanceRatio * std::max(0.0, reference_ms) / 1000.0;
+}
+
 inline double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

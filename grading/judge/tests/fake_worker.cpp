@@ -3,7 +3,11 @@
 //
 //   ok               correct results (the judge's happy path without a GPU): checks write the scan
 //                    into the shared output zone (memfds from the judge or the fake checker); timed
-//                    calls compute it too and report event_ms = 1 / --ratio (default 1)
+//                    calls compute it too and report event_ms = 1 / --ratio (default 1), or with
+//                    --report-scale F, F x the time the call took (1: an honest clock, the judge's
+//                    calibration worker in the tests; 0.75: a process that forges its clock); with
+//                    --sleep-ms MS every timed call first sleeps MS ms (only the slot of
+//                    --slow-slot SLOT, when given: a slot that holds the GPU)
 //   crash_on=K       SIGSEGV on command K (after printing a line on stderr)
 //   hang_on=K        sleeps forever on command K
 //   hang_slot=SLOT   sleeps forever on every check of that slot (a bonus slot that spins)
@@ -47,6 +51,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -136,7 +141,8 @@ std::string lock_state(const std::string& path) {
 int main(int argc, char** argv) {
   std::string dir, pid_dir, dump_dir, probe_lock, relink_log, hardlink_log, monitor_off;
   Misbehaviour mode;
-  double ratio = 1.0;
+  double ratio = 1.0, report_scale = -1, sleep_ms = 0;
+  std::string slow_slot;
   bool stage = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -150,6 +156,9 @@ int main(int argc, char** argv) {
     else if (a == "--monitor-off") monitor_off = next();
     else if (a == "--hardlink-log") hardlink_log = next();
     else if (a == "--ratio") ratio = std::stod(next());
+    else if (a == "--report-scale") report_scale = std::stod(next());
+    else if (a == "--sleep-ms") sleep_ms = std::stod(next());
+    else if (a == "--slow-slot") slow_slot = next();
     else if (a == "--mode") {
       const std::string m = next();
       const auto eq = m.find('=');
@@ -290,9 +299,13 @@ int main(int argc, char** argv) {
           write_line(kReplyFd, encode(r));
           continue;
         }
+        const auto started = std::chrono::steady_clock::now();
+        if (sleep_ms > 0 && (slow_slot.empty() || name(cmd.c.slot) == slow_slot))
+          std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(sleep_ms));
         if (mode.name == "finishes_after_return") late_pair = cmd.call;
         else if (mode.name != "stale_timed") scan(timed->at[cmd.call], timed->at[2 + cmd.call]);
-        r.event_ms = r.host_ms = 1.0 / ratio;
+        const double took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+        r.event_ms = r.host_ms = report_scale >= 0 ? report_scale * took : 1.0 / ratio;
         if (mode.name == "lying_times") {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
           r.event_ms = r.host_ms = 0.001;

@@ -115,6 +115,16 @@ done
     return path;
   }
 
+  /// The fake worker reporting the times its calls really take (the reference solution's role when
+  /// the judge calibrates its clock); only its pid is written down.
+  std::string honest_worker() {
+    const std::string path = dir_ + "/honest-worker.sh";
+    write_text(path, "#!/bin/sh\nexec " + quote(kFake) + " --pid-dir " + quote(dir_ + "/pids") +
+                         " --mode ok --report-scale 1 \"$@\"\n");
+    chmod(path.c_str(), 0755);
+    return path;
+  }
+
   struct Result {
     int code = -1;
     bool written = false;
@@ -131,6 +141,9 @@ done
     std::string cmd = quote(kJudge) + " --out " + quote(out) + " --submission-name alice --submission-path /subs/alice" +
                       " --backend " + backend;
     if (backend == "gpu") cmd += " --checker " + quote(kFakeChecker);
+    // the judge's clock is calibrated by a worker with an honest clock (the reference's role)
+    if (backend == "gpu" && extra.find("--reference-worker") == std::string::npos)
+      cmd += " --reference-worker " + quote(honest_worker());
     // the protocol tests run the fake worker unsandboxed (it writes its pids and dumps into dir_);
     // the sandbox has its own tests below (SandboxedJudge) and the exploit gallery
     if (extra.find("--sandbox") == std::string::npos) cmd += " --sandbox off";

@@ -6,9 +6,22 @@
 namespace scangrade::grader {
 namespace {
 
+/// A checker script whose reference takes `reference_ms` (alone and paired).
+std::string checker_with_reference(const std::string& dir, const std::string& reference_ms) {
+  const std::string checker = dir + "/checker-" + reference_ms + ".sh";
+  write_text(checker, "#!/bin/sh\nexec " + quote(kFakeChecker) + " --reference " + reference_ms + " \"$@\"\n");
+  chmod(checker.c_str(), 0755);
+  return checker;
+}
+
 TEST_F(Judge, GpuBackendTimesPerfCasesAndScoresPerformance) {
-  // ratio 0.625: (0.625 - 0.25) / 0.75 = half the performance points
-  const Result r = judge(worker("--mode ok --ratio 0.625"), "--compute-sanitizer /nonexistent/compute-sanitizer", "gpu");
+  // ratio 0.625: (0.625 - 0.25) / 0.75 = half the performance points. The worker reports 16 ms for
+  // calls that take microseconds, against a reference of 10 ms: the judge's bound (its clock around
+  // a call) stays below every reported time unless the machine stalls the exchange for 16 ms
+  const Result r = judge(worker("--mode ok --ratio 0.0625"),
+                         "--compute-sanitizer /nonexistent/compute-sanitizer --checker " +
+                             quote(checker_with_reference(dir_, "10")),
+                         "gpu");
   ASSERT_TRUE(r.written) << r.err;
   EXPECT_EQ(r.code, 0) << r.err;
   expect_valid(r.results, dir_);
@@ -120,8 +133,10 @@ TEST_F(Judge, WithThePristineInputRestoredTheSampledInputCacheHits) {
 }
 
 TEST_F(Judge, TheMethodSaysWhichRuleStoppedTheSeries) {
-  // constant pairs: the interval is a point, so the interval rule stops at the least pairs
-  const Result r = judge(worker("--mode ok --ratio 0.625"), "--sanitizer off", "gpu");
+  // constant pairs: the interval is a point, so the interval rule stops at the least pairs (16 ms
+  // reported against a reference of 10 ms: above the judge's bound, as in the test above)
+  const Result r = judge(worker("--mode ok --ratio 0.0625"),
+                         "--sanitizer off --checker " + quote(checker_with_reference(dir_, "10")), "gpu");
   ASSERT_TRUE(r.written) << r.err;
   const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
   ASSERT_TRUE(t.is_object());
@@ -153,17 +168,18 @@ TEST_F(Judge, ABenchmarkVariationIsAppliedAndNamed) {
 }
 
 TEST_F(Judge, APairedReferenceSlowerThanAloneCountsAtMostTheCap) {
-  // the reference timed alone takes 1 ms, its paired calls 3 ms (as if the submission left work
-  // running on the GPU to slow them): each counts as 1.1 ms, so the ratio is 1.1 / 1.6, not 3 / 1.6
+  // the reference timed alone takes 10 ms, its paired calls 30 ms (as if the submission left work
+  // running on the GPU to slow them): each counts as 11 ms, so the ratio is 11 / 16, not 30 / 16
+  // (16 ms reported: above the judge's bound, see GpuBackendTimesPerfCasesAndScoresPerformance)
   const std::string checker = dir_ + "/slow-pairs-checker.sh";
-  write_text(checker, "#!/bin/sh\nexec " + quote(kFakeChecker) + " --paired-reference 3 \"$@\"\n");
+  write_text(checker, "#!/bin/sh\nexec " + quote(kFakeChecker) + " --reference 10 --paired-reference 30 \"$@\"\n");
   chmod(checker.c_str(), 0755);
-  const Result r = judge(worker("--mode ok --ratio 0.625"), "--sanitizer off --checker " + quote(checker), "gpu");
+  const Result r = judge(worker("--mode ok --ratio 0.0625"), "--sanitizer off --checker " + quote(checker), "gpu");
   ASSERT_TRUE(r.written) << r.err;
   const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
   ASSERT_TRUE(t.is_object());
-  EXPECT_DOUBLE_EQ(t["ratio_to_reference"].get<double>(), 1.1 / 1.6);
-  EXPECT_DOUBLE_EQ(t["reference_ms"].get<double>(), 1.1);
+  EXPECT_DOUBLE_EQ(t["ratio_to_reference"].get<double>(), 11.0 / 16.0);
+  EXPECT_DOUBLE_EQ(t["reference_ms"].get<double>(), 11.0);
   EXPECT_TRUE(contains(t["method"], "10 of 10 paired reference times were above it")) << t["method"];
 }
 
@@ -178,6 +194,113 @@ TEST_F(Judge, TimesBelowTheJudgesClockAreReplacedByIt) {
     EXPECT_TRUE(contains(c["timing"]["method"], "the judge's clock")) << c["timing"]["method"];
   }
   EXPECT_LT(r.results["slots"]["hierarchical"]["perf_points"].get<double>(), 1e-9);  // 20x slower than 1 ms
+}
+
+TEST_F(Judge, ForgedTimesCountNoLessThanTheJudgesBound) {
+  // the worker's calls take 100 ms and it reports 0.75x and 0.5x of that (a process that rewrites its
+  // clock); the judge's clock less the overhead of the worker path (calibrated with an honest worker
+  // in the reference's role) bounds every call. The reference takes 5 ms (the fair share allows these
+  // calls their whole series)
+  for (const double scale : {0.75, 0.5}) {
+    const Result r = judge(worker("--mode ok --sleep-ms 100 --report-scale " + std::to_string(scale)),
+                           "--sanitizer off --checker " + quote(checker_with_reference(dir_, "5")), "gpu");
+    ASSERT_TRUE(r.written) << r.err;
+    expect_valid(r.results, dir_);
+    for (const char* id : {"hier.int32.n5000.excl", "sp.float32.n3000.real"}) {
+      const json& c = case_of(r.results, id);
+      EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
+      const json& t = c["timing"];
+      ASSERT_TRUE(t.is_object()) << id;
+      EXPECT_GT(t["median_ms"].get<double>(), 90.0) << scale << " " << id << ": " << t["method"];
+      EXPECT_LT(t["ratio_to_reference"].get<double>(), 5.0 / 90.0) << scale << " " << id;
+      EXPECT_FALSE(t.contains("stopped")) << t;
+      EXPECT_EQ(t["clock"], "judge") << t["method"];
+      EXPECT_EQ(t["raised_to_bound"], t["reps"]) << t["method"];
+      EXPECT_LT(t["judge_overhead_ms"].get<double>(), 25.0) << t["method"];
+      EXPECT_TRUE(contains(t["method"], "the reference solution run as a student")) << t["method"];
+      EXPECT_TRUE(contains(t["method"], "(the student's time is the judge's clock)")) << t["method"];
+    }
+  }
+}
+
+TEST_F(Judge, AnHonestClockIsNotRaisedToTheBound) {
+  // 40 ms calls reported as they are: the times stand (a call is raised only by what its own round
+  // trip exceeds the calibrated overhead: on a loaded machine some are, by a little)
+  const Result r = judge(worker("--mode ok --sleep-ms 40 --report-scale 1"), "--sanitizer off", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_GT(t["median_ms"].get<double>(), 39.0) << t["method"];
+  EXPECT_LT(t["median_ms"].get<double>(), 44.0) << t["method"];
+}
+
+TEST_F(Judge, WithoutTheReferenceWorkerTheSubmissionsEmptyCallsCalibrate) {
+  const Result r = judge(worker("--mode ok --ratio 0.625"), "--sanitizer off --reference-worker none", "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  const json& t = case_of(r.results, "hier.int32.n5000.excl")["timing"];
+  ASSERT_TRUE(t.is_object());
+  EXPECT_EQ(t["ratio_to_reference"], 0.625);
+  EXPECT_EQ(t["clock"], "events");
+  EXPECT_TRUE(contains(t["method"], "empty calls of the submission's own process (--reference-worker none"))
+      << t["method"];
+}
+
+TEST_F(Judge, AHopelesslySlowCaseIsTimedNoLongerThanItsAllowance) {
+  // every timed call takes 150 ms against a reference of 0.2 ms: the counted calls may take 200 calls
+  // at 5x the reference, 0.2 s, so each series stops after 3 warm-up and 2 counted calls (without the
+  // fair share: until its 4 s budget)
+  const Result r = judge(worker("--mode ok --sleep-ms 150 --report-scale 1"),
+                         "--sanitizer off --checker " + quote(checker_with_reference(dir_, "0.2")), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  expect_others_pass(r.results, {});
+  for (const char* id : {"hier.int32.n5000.excl", "sp.float32.n3000.real"}) {
+    const json& t = case_of(r.results, id)["timing"];
+    ASSERT_TRUE(t.is_object()) << id;
+    EXPECT_EQ(t["reps"], 2) << t["method"];
+    EXPECT_TRUE(contains(t["stopped"], "timing stopped after 5 calls")) << t;
+    EXPECT_TRUE(contains(t["stopped"], "timed no further")) << t;
+    EXPECT_TRUE(contains(t["method"], "stopped by the GPU's fair share")) << t["method"];
+    EXPECT_LT(t["ratio_to_reference"].get<double>(), 0.2 / 140);  // measured, as slow code gets
+  }
+  EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_points"], 0);
+  EXPECT_FALSE(r.results["slots"]["hierarchical"].contains("timing_stopped"));  // every perf case timed
+  EXPECT_LT(r.results["phases"]["timing_s"].get<double>(), 3.5);
+}
+
+TEST_F(Judge, ASlotThatHoldsTheGpuIsCutAtItsBudgetAndTheOtherSlotsAreTimed) {
+  // four timed hierarchical cases whose calls each take 2.5 s (only timed calls: every case passes),
+  // a reference of 0.2 ms: the slot's budget is 1 s + 203 calls at 5x 0.2 ms = 1.203 s, so the first
+  // call is cut at 1.453 s and the slot's other cases are not timed (without the fair share: 16 calls,
+  // 40 s of the GPU to this judge alone); the single-pass slot is timed as usual
+  write_text(suite_, R"({"suite": "holds", "version": 1,
+   "performance": {"points": {"hierarchical": 4, "single_pass": 2}},
+   "cases": [
+    {"id": "hier.a", "slot": "hierarchical", "dtype": "int32", "kind": "inclusive", "n": 5000, "values": "random", "seed": 1, "why": "a", "perf": true},
+    {"id": "hier.b", "slot": "hierarchical", "dtype": "int32", "kind": "exclusive", "n": 5001, "values": "random", "seed": 2, "why": "b", "perf": true},
+    {"id": "hier.c", "slot": "hierarchical", "dtype": "float32", "kind": "inclusive", "n": 5002, "values": "random", "seed": 3, "why": "c", "perf": true},
+    {"id": "hier.d", "slot": "hierarchical", "dtype": "int32", "kind": "inclusive", "n": 5003, "values": "random", "seed": 4, "why": "d", "perf": true},
+    {"id": "sp.a", "slot": "single_pass", "dtype": "int32", "kind": "inclusive", "n": 3000, "values": "random", "seed": 5, "why": "e", "perf": true}]})");
+  const Result r = judge(worker("--mode ok --sleep-ms 2500 --slow-slot hierarchical --report-scale 1"),
+                         "--sanitizer off --checker " + quote(checker_with_reference(dir_, "0.2")), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  expect_valid(r.results, dir_);
+  expect_others_pass(r.results, {});  // every correctness point
+  const json& first = case_of(r.results, "hier.a")["timing"];
+  ASSERT_TRUE(first.is_object());
+  EXPECT_TRUE(contains(first["stopped"], "timing stopped: call 1 of case hier.a ran past the slot's timing budget "
+                                         "(1.203 s")) << first;
+  EXPECT_GT(first["median_ms"].get<double>(), 1400.0);  // at least until the cut
+  for (const char* id : {"hier.b", "hier.c", "hier.d"}) EXPECT_TRUE(case_of(r.results, id)["timing"].is_null()) << id;
+  const json& slot = r.results["slots"]["hierarchical"];
+  EXPECT_TRUE(contains(slot["timing_stopped"], "and was cut (its process killed)")) << slot;
+  EXPECT_EQ(slot["perf_points"], 0);
+  EXPECT_EQ(slot["points"], slot["max_points"]);
+  EXPECT_TRUE(case_of(r.results, "sp.a")["timing"].is_object());
+  EXPECT_GT(r.results["slots"]["single_pass"]["perf_points"].get<double>(), 0.0);
+  EXPECT_FALSE(r.results["slots"]["single_pass"].contains("timing_stopped"));
+  EXPECT_LT(r.results["phases"]["timing_s"].get<double>(), 4.0);
+  expect_no_process_left();
 }
 
 TEST_F(Judge, PerformancePointsNeedEveryCaseOfTheSlot) {

@@ -59,6 +59,27 @@ TEST(TimingMethod, BenchmarkVariationsAreParsedAndNamed) {
   EXPECT_FALSE(timing::series_done(noisy, 0.1, timing::BenchVariation{}));
 }
 
+TEST(TimingMethod, TheJudgesBoundTakesTheCalibratedOverheadOffItsClock) {
+  // the reference's calls through the worker path: judge's clock less event time 0.05, 0.06, 0.30
+  // (an outlier), 0.07, 0.055 ms: the second largest, 0.07, is the overhead
+  EXPECT_DOUBLE_EQ(timing::calibrated_overhead_ms({1.05, 1.06, 1.30, 1.07, 1.055}, {1, 1, 1, 1, 1}), 0.07);
+  EXPECT_DOUBLE_EQ(timing::calibrated_overhead_ms({1.05, 1.30}, {1, 1}), 0.30);  // below 4 calls: the largest
+  EXPECT_DOUBLE_EQ(timing::calibrated_overhead_ms({}, {}), 0.0);
+  EXPECT_DOUBLE_EQ(timing::calibrated_overhead_ms({0.5, 0.5, 0.5, 0.5}, {1, 1, 1, 1}), 0.0);  // never below 0
+  // a call the judge saw take 2.07 ms took at least 2 ms, whatever the worker says
+  EXPECT_DOUBLE_EQ(timing::judge_bound_ms(2.07, 0.07), 2.0);
+  EXPECT_DOUBLE_EQ(timing::judge_bound_ms(0.05, 0.07), 0.0);
+}
+
+TEST(TimingMethod, TheFairShareIsCallsAtFiveTimesTheReference) {
+  // 203 calls (3 warm-up, 200 pairs) at 5x a 0.2 ms reference: 0.203 s
+  EXPECT_DOUBLE_EQ(timing::allowance_s(timing::kWarmup + timing::kMaxPairs, 0.2), 0.203);
+  EXPECT_DOUBLE_EQ(timing::allowance_s(timing::kMaxPairs, 1.0), 1.0);
+  EXPECT_DOUBLE_EQ(timing::allowance_s(10, -1.0), 0.0);
+  // a submission that still earns points (less than 4x slower) gets its whole series
+  EXPECT_GT(timing::kAllowanceRatio, 1.0 / kPerfZeroRatio);
+}
+
 TEST(TimingMethod, APairedSeriesStopsOnceTheRatioIsKnownWithinOnePercent) {
   std::vector<double> steady(timing::kMinReps - 1, 0.5);
   EXPECT_FALSE(timing::ratio_known(steady, 0.1));  // fewer than kMinReps pairs
