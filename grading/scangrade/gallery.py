@@ -21,6 +21,12 @@ substring) against the message of the slot's first case, in results.json order, 
 pass; hints of slots expected to pass on this backend are not checked. On the emulate backend the
 judge stops at its emulation cap unless --max-n says otherwise.
 
+On the GPU backend an entry's `gpu_timing` (optional) is checked too: `max_timing_s`, the most
+seconds the timed phase may take (results.phases.timing_s), and per slot `stopped` (a substring of
+why the GPU's fair share stopped its timing: `slots.<slot>.timing_stopped` or a case's
+`timing.stopped`; null: it must not have been stopped), `max_perf_points` and `timed` (true: the
+slot's cases were timed and its timing did not stop before every perf case was).
+
 With --fidelity DIR (grading/fidelity) the graded entries' case statuses are then compared with the
 other backend's recorded snapshot there (emulated: DIR/gpu_statuses.json; GPU:
 DIR/emulated_statuses.json) by tools/bench_fidelity.py, whose disagreements and agreement table are
@@ -67,6 +73,8 @@ class Entry:
     kind: str = ""                  # "exploit": graded only inside the sandbox (--sandbox require)
     # slot -> substring of its first problem's message, or None: that message must have no hint line
     hints: dict[str, str | None] = field(default_factory=dict)
+    timing: dict = field(default_factory=dict)   # GPU only: expected.json's gpu_timing
+    timing_found: list[str] = field(default_factory=list)  # where the results do not meet it
     got: dict[str, str] = field(default_factory=dict)
     first_problems: dict[str, FirstProblem] = field(default_factory=dict)
     error: str = ""
@@ -80,7 +88,8 @@ class Entry:
             return [self.error]
         return ([f"{slot}: expected {want}, got {self.got.get(slot, 'no cases')}"
                  for slot, want in self.expected.items() if self.got.get(slot) != want]
-                + [f"{slot}: {problem}" for slot, problem in self.hint_problems().items()])
+                + [f"{slot}: {problem}" for slot, problem in self.hint_problems().items()]
+                + [f"gpu_timing: {problem}" for problem in self.timing_found])
 
     def hint_problems(self) -> dict[str, str]:
         """slot -> why its hint does not hold (only slots whose verdict matched: a wrong verdict is
@@ -133,6 +142,36 @@ def expected_hints(spec: dict, backend: str) -> dict[str, str | None]:
     return hints
 
 
+def expected_timing(spec: dict, backend: str) -> dict:
+    """An expected.json's `gpu_timing` on this backend (nothing is timed emulated)."""
+    return dict(spec.get("gpu_timing", {})) if backend == "gpu" else {}
+
+
+def timing_problems(timing: dict, results: dict) -> list[str]:
+    """Where results.json does not meet an entry's `gpu_timing`."""
+    problems = []
+    took = results.get("phases", {}).get("timing_s", 0.0)
+    if "max_timing_s" in timing and took > timing["max_timing_s"]:
+        problems.append(f"the timed phase took {took:.1f} s, more than {timing['max_timing_s']} s")
+    for slot, want in timing.get("slots", {}).items():
+        sheet = results.get("slots", {}).get(slot, {})
+        cases = [c for c in results.get("cases", []) if c["slot"] == slot]
+        said = [why for why in [sheet.get("timing_stopped", "")]
+                + [(c.get("timing") or {}).get("stopped", "") for c in cases] if why]
+        if "stopped" in want and want["stopped"] is None and said:
+            problems.append(f"{slot}: expected its timing not stopped, got {shorten(said[0])!r}")
+        elif want.get("stopped") is not None and not any(want["stopped"] in why for why in said):
+            problems.append(f"{slot}: expected its timing stopped with {want['stopped']!r}, "
+                            f"got {shorten(said[0]) if said else 'no stop'!r}")
+        if "max_perf_points" in want and sheet.get("perf_points", 0.0) > want["max_perf_points"]:
+            problems.append(f"{slot}: {sheet['perf_points']} performance points, expected at most "
+                            f"{want['max_perf_points']}")
+        if want.get("timed") and ("timing_stopped" in sheet or not any(c.get("timing") for c in cases)):
+            problems.append(f"{slot}: expected every perf case timed, got "
+                            + (f"{shorten(sheet['timing_stopped'])!r}" if "timing_stopped" in sheet else "no timing"))
+    return problems
+
+
 def first_problems(results: dict) -> dict[str, FirstProblem]:
     """Each slot's first case (results.json order) whose status is not pass."""
     found: dict[str, FirstProblem] = {}
@@ -145,6 +184,7 @@ def first_problems(results: dict) -> dict[str, FirstProblem]:
 def take_results(entry: Entry, results: dict) -> None:
     entry.got = slot_verdicts(results)
     entry.first_problems = first_problems(results)
+    entry.timing_found = timing_problems(entry.timing, results) if entry.timing else []
 
 
 def load_entries(backend: str, names: list[str] | None) -> list[Entry]:
@@ -152,7 +192,7 @@ def load_entries(backend: str, names: list[str] | None) -> list[Entry]:
     for folder in sorted(p for p in GALLERY.iterdir() if (p / "expected.json").is_file()):
         spec = json.loads((folder / "expected.json").read_text())
         entries.append(Entry(folder.name, expected_verdicts(spec, backend), spec.get("bug"), spec.get("kind", ""),
-                             expected_hints(spec, backend)))
+                             expected_hints(spec, backend), expected_timing(spec, backend)))
     if names:
         unknown = set(names) - {e.name for e in entries}
         if unknown:
@@ -202,7 +242,7 @@ def read_batch(entries: list[Entry], batch_dir: Path, copies: dict[str, str] | N
     if copies is not None:
         by_name = {e.name: e for e in entries}
         pairs = [(Entry(row["student_id"], by_name[copies[raw]].expected, by_name[copies[raw]].bug,
-                        hints=by_name[copies[raw]].hints), row)
+                        hints=by_name[copies[raw]].hints, timing=by_name[copies[raw]].timing), row)
                  for raw, row in sorted(rows.items()) if copies.get(raw) in by_name]
     else:
         pairs = [(entry, rows.get(entry.name)) for entry in entries]
@@ -296,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps({e.name: {"expected": e.expected, "got": e.got, "error": e.error,
                                                   "hints": e.hints,
-                                                  "hint_mismatches": e.hint_problems() if not e.error else {}}
+                                                  "hint_mismatches": e.hint_problems() if not e.error else {},
+                                                  "timing_mismatches": e.timing_found}
                                          for e in entries}, indent=1) + "\n")
     fidelity_rc = check_fidelity(args, entries) if args.fidelity else 0
     return 1 if any(e.mismatches() for e in entries) or fidelity_rc != 0 else 0

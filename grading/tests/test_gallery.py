@@ -125,6 +125,61 @@ def test_expected_hints_per_backend():
     assert gallery.expected_hints(spec, "gpu") == {"hierarchical": "past the end", "single_pass": "not implemented"}
 
 
+# --- gpu_timing: the GPU's fair share (GPU backend only) -------------------------------------------
+
+HOLDS = {"max_timing_s": 20, "slots": {"hierarchical": {"stopped": "timing stopped", "max_perf_points": 0},
+                                       "single_pass": {"timed": True}}}
+
+
+def timed_results(timing_s: float, hierarchical: dict, stopped_case: str = "") -> dict:
+    timing = {"median_ms": 1400.0, **({"stopped": stopped_case} if stopped_case else {})}
+    return {"phases": {"timing_s": timing_s},
+            "slots": {"hierarchical": {"perf_points": 0.0, **hierarchical}, "single_pass": {"perf_points": 1.5}},
+            "cases": [case("hierarchical", "pass") | {"timing": timing},
+                      case("hierarchical", "pass", n=2) | {"timing": None},
+                      case("single_pass", "pass") | {"timing": {"median_ms": 0.3}}]}
+
+
+def test_gpu_timing_is_checked_on_the_gpu_only():
+    spec = {"verdicts": {slot: "pass" for slot in SLOTS}, "gpu_timing": HOLDS}
+    assert gallery.expected_timing(spec, "gpu") == HOLDS
+    assert gallery.expected_timing(spec, "emulate") == {}
+
+
+def test_gpu_timing_holds():
+    stopped = {"timing_stopped": "timing stopped: call 1 of case x ran past the slot's timing budget"}
+    assert gallery.timing_problems(HOLDS, timed_results(6.5, stopped)) == []
+    # the reason on a case's timing counts as well
+    assert gallery.timing_problems(HOLDS, timed_results(6.5, {}, "timing stopped after 4 calls: ...")) == []
+
+
+def test_gpu_timing_mismatches():
+    problems = gallery.timing_problems(HOLDS, timed_results(31.0, {"perf_points": 2.0}))
+    assert problems[0] == "the timed phase took 31.0 s, more than 20 s"
+    assert "hierarchical: expected its timing stopped with 'timing stopped', got 'no stop'" in problems
+    assert "hierarchical: 2.0 performance points, expected at most 0" in problems
+    # a slot that must not stop, stopped; a slot that must be timed, stopped before every case was
+    doc = timed_results(5.0, {"timing_stopped": "timing stopped: x"})
+    doc["slots"]["single_pass"]["timing_stopped"] = "timing stopped: y"
+    found = gallery.timing_problems({"slots": {"hierarchical": {"stopped": None}, "single_pass": {"timed": True}}}, doc)
+    assert found == ["hierarchical: expected its timing not stopped, got 'timing stopped: x'",
+                     "single_pass: expected every perf case timed, got 'timing stopped: y'"]
+    e = gallery.Entry("exploit_x", {slot: "pass" for slot in SLOTS}, "a bug", timing=HOLDS)
+    gallery.take_results(e, timed_results(31.0, {}) | {"cases": [case(slot, "pass") for slot in SLOTS]})
+    assert any(m.startswith("gpu_timing: the timed phase took 31.0 s") for m in e.mismatches())
+
+
+def test_holds_the_gpu_entry():
+    # a correct slot that holds the GPU 1.5 s in every call with n >= 2^24: every verdict pass, and on
+    # the GPU its timing stopped by the fair share, no performance points, the phase bounded
+    spec = gallery_specs()["exploit_holds_the_gpu"]
+    assert spec["kind"] == "timing"
+    assert set(spec["verdicts"].values()) == {"pass"} and not spec.get("emulation_verdicts")
+    assert spec["gpu_timing"] == HOLDS
+    source = (GALLERY / "exploit_holds_the_gpu" / "student" / "hierarchical.cu").read_text()
+    assert "n < (std::size_t{1} << 24)" in source and "std::chrono::milliseconds(1500)" in source
+
+
 # --- end to end: the table, the exit status, --results-from and --copies --------------------------
 
 @pytest.fixture
