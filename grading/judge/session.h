@@ -196,6 +196,8 @@ class Session {
   enum class Calibrated { Done, Unavailable, CheckerFailed };
   Calibrated calibrate_with_reference(Series& s);
   Calibrated calibration_calls(Series& s, int warm_up, int calls);
+  /// The checker's work after a call: verify(j), a reference call. False (errors_) when it failed.
+  bool checker_after_call(Series& s, int j);
   /// After the submission's calls: the reference's calls again, its time_end, the overhead.
   void finish_calibration(Series& s);
   void drop_calibrator(const std::string& why);

@@ -114,13 +114,16 @@ std::string method_text(int reps, std::size_t flush_bytes, bool cached, Clocked 
 }
 
 /// The method's sentence on the judge's bound: where the overhead came from and what it changed.
-std::string bound_text(double overhead_ms, const std::string& overhead_from, int raised, int calls) {
-  std::string text = "; every call counts at least the judge's clock around it less " +
-                     formatted("%.3f", overhead_ms) + " ms, " + overhead_from + ": ";
-  if (raised == 0) return text + "no call reported less";
-  text += std::to_string(raised) + " of " + std::to_string(calls) + " calls reported less and count as that bound";
-  if (2 * raised > calls) text += " (the student's time is the judge's clock)";
-  return text;
+std::string bound_text(double overhead_ms, const std::string& overhead_from, double gap_ms, bool bounded, int raised,
+                       int calls) {
+  std::string text = "; the judge's bound on a call is its clock around the call less " +
+                     formatted("%.0f", 100 * timing::kBoundSlack) + "% of it and less " +
+                     formatted("%.3f", overhead_ms) + " ms, " + overhead_from + " (the submission's calls: " +
+                     formatted("%.3f", gap_ms) + " ms, the median of its clock less their reported times): ";
+  if (!bounded) return text + "the median reported time was not below the median bound";
+  return text + "the median reported time was below the median bound, so every call counts at least its bound (" +
+         std::to_string(raised) + " of " + std::to_string(calls) +
+         " calls reported less; the student's time is the judge's clock)";
 }
 
 }  // namespace
@@ -411,8 +414,7 @@ Session::Pair Session::timed_pair(Series& s, int i) {
     return Pair::Failed;
   }
   s.calls.push_back({reply.event_ms, reply.host_ms, wall, paired.ms, true});
-  const double judged = std::max(reply.event_ms, s.bound_ms(wall));
-  s.ratios.push_back(judged > 0 ? paired.ms / judged : 0.0);
+  s.ratios.push_back(reply.event_ms > 0 ? paired.ms / reply.event_ms : 0.0);  // the stopping rule's
   return Pair::Done;
 }
 
@@ -438,18 +440,24 @@ void Session::record_timing(Series& s) {
   const bool warm_up_only = calls.empty();
   if (warm_up_only) calls = s.calls;
   if (calls.empty()) return;
-  // the worker's own times are evidence: each call counts at least the judge's bound
-  std::vector<double> event_ms, host_ms;
-  for (const TimedCall& c : calls) event_ms.push_back(c.event_ms), host_ms.push_back(c.host_ms);
+  // the worker's own times are evidence: when their median is below the median of the judge's
+  // bounds, each call counts at least its bound
+  std::vector<double> event_ms, host_ms, bound_ms;
+  for (const TimedCall& c : calls)
+    event_ms.push_back(c.event_ms), host_ms.push_back(c.host_ms), bound_ms.push_back(s.bound_ms(c.wall_ms));
   const double event_median = quantile(event_ms, 0.5), host_median = quantile(host_ms, 0.5);
   const Clocked clocked = host_median > 1.5 * event_median && host_median - event_median > 0.050 ? Clocked::Host
                                                                                                   : Clocked::Events;
+  const std::vector<double>& reported = clocked == Clocked::Host ? host_ms : event_ms;
+  const bool bounded = quantile(reported, 0.5) < quantile(bound_ms, 0.5);
+  std::vector<double> gaps;  // what the worker path added to each call, if its report is true
+  for (std::size_t k = 0; k < calls.size(); ++k) gaps.push_back(calls[k].wall_ms - reported[k]);
   std::vector<double> chosen;
   int raised = 0;
-  for (const TimedCall& c : calls) {
-    const double reported = clocked == Clocked::Host ? c.host_ms : c.event_ms, bound = s.bound_ms(c.wall_ms);
-    chosen.push_back(std::max(reported, bound));
-    raised += bound > reported ? 1 : 0;
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    const bool raise = bounded && bound_ms[k] > reported[k];
+    chosen.push_back(raise ? bound_ms[k] : reported[k]);
+    raised += raise ? 1 : 0;
   }
   const Stats mine = summarize(chosen);
   // the ratio: the median of the paired ratios, with its 95% interval; a paired reference time
@@ -482,12 +490,12 @@ void Session::record_timing(Series& s) {
   t.ratio_to_reference = quantile(ratios, 0.5);
   t.ratio_interval = std::make_pair(ratio_lo, ratio_hi);
   t.ratio_to_cub = mine.median_ms > 0 ? used.cub_ms / mine.median_ms : 0.0;
-  t.clock = 2 * raised > mine.reps ? "judge" : clocked == Clocked::Host ? "host" : "events";
+  t.clock = bounded ? "judge" : clocked == Clocked::Host ? "host" : "events";
   t.raised_to_bound = raised;
   t.judge_overhead_ms = s.overhead_ms;
   t.stopped = s.stopped;
   t.method = method_text(mine.reps, s.flush_bytes, s.cached.has_value(), clocked, s.fresh_input, warm_up_only) +
-             bound_text(s.overhead_ms, s.overhead_from, raised, mine.reps);
+             bound_text(s.overhead_ms, s.overhead_from, quantile(gaps, 0.5), bounded, raised, mine.reps);
   t.method += "; a paired reference time counts at most " + formatted("%.2f", kMaxReferenceSlowdown) +
               "x the reference timed alone (" + formatted("%.3f", used.reference_ms) + " ms; " + std::to_string(capped) +
               " of " + std::to_string(reference_ms.size()) + " paired reference times were above it); stopped by " +

@@ -167,7 +167,7 @@ Session::Calibrated Session::calibrate_with_reference(Series& s) {
     drop_calibrator("its time_begin: " + x.message);
     return Calibrated::Unavailable;
   }
-  const Calibrated done = calibration_calls(s, kWarmup, kCalibrationCalls);
+  const Calibrated done = calibration_calls(s, kCalibrationWarmup, kCalibrationCalls);
   if (done == Calibrated::Done) s.overhead_ms = calibrated_overhead_ms(s.calibration_wall_ms, s.calibration_event_ms);
   return done;
 }
@@ -195,11 +195,29 @@ Session::Calibrated Session::calibration_calls(Series& s, int warm_up, int calls
       drop_calibrator("its call: " + problem);
       return Calibrated::Unavailable;
     }
+    if (!checker_after_call(s, i % 2)) return Calibrated::CheckerFailed;
     if (i < warm_up) continue;
     s.calibration_wall_ms.push_back(wall);
     s.calibration_event_ms.push_back(reply.event_ms);
   }
   return Calibrated::Done;
+}
+
+bool Session::checker_after_call(Series& s, int j) {
+  // what follows every call of the submission's: the checker checks the output and calls the
+  // reference (its time is not used here), so that each calibration call comes after the same work
+  CheckerReply verified, paired;
+  try {
+    verified = checker_->request(CheckerRequest::verify(j), {});
+    if (verified.error.empty()) paired = checker_->request(CheckerRequest::of(CheckerOp::ReferenceCall), {});
+  } catch (const std::exception& ex) {
+    verified = CheckerReply::failed(ex.what());
+  }
+  const std::string error = verified.error.empty() ? paired.error : verified.error;
+  if (error.empty()) return true;
+  errors_.push_back("cannot time " + s.e.c.id + ": the checker: " + error);
+  end_checker_series();
+  return false;
 }
 
 void Session::finish_calibration(Series& s) {

@@ -123,9 +123,9 @@ struct Timing {
   std::string method;
   /// The 95% interval of ratio_to_reference (the median of paired ratios), when it was measured so.
   std::optional<std::pair<double, double>> ratio_interval;
-  /// Which clock the median is from ("events", "host", or "judge": more than half of the calls
-  /// counted as the judge's bound), how many calls counted as that bound, and the worker path's
-  /// calibrated overhead the bound takes off the judge's clock ("" / 0: not measured so).
+  /// Which clock the median is from ("events", "host", or "judge": the median reported time was
+  /// below the median of the judge's bounds), how many calls counted as their bound, and the worker
+  /// path's calibrated overhead the bound takes off the judge's clock ("" / 0: not measured so).
   std::string clock;
   std::int64_t raised_to_bound = 0;
   double judge_overhead_ms = 0;

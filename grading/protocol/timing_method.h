@@ -45,19 +45,29 @@ inline constexpr double kMaxReferenceSlowdown = 1.10;
 
 // The student's time from outside (README "Security model"). The worker's process is the
 // submission's: its event times are its word. The judge's clock around a call bounds the call from
-// below once the worker path's own cost is taken off, and that cost is calibrated on each timed case
-// with the reference solution run as a student (scangrade_worker_reference, the grader's own binary,
-// through the same protocol): kCalibrationCalls calls after kWarmup warm-up calls before the
-// submission's series and kCalibrationCalls after it, each call's judge's clock less its event time;
-// the second largest of them (one outlier does not widen the bound) is what the judge's clock may
-// exceed an honest call by. A call counts as max(its reported time, judge's clock - that overhead).
-// While timing, the judge polls for the worker's reply without sleeping, so that its own wake-up is
-// not in its clock.
+// below once the worker path's own cost is taken off (the exchange, the worker's switch to its CUDA
+// context, its synchronization: 0.2-0.5 ms on an H200), and that cost is calibrated on each timed
+// case with the reference solution run as a student (scangrade_worker_reference, the grader's own
+// binary, through the same protocol and the same sequence of the checker's work around each call):
+// kCalibrationWarmup warm-up and kCalibrationCalls calls before the submission's series and
+// kCalibrationCalls after it, each call's judge's clock less its event time; the second largest of
+// them (one outlier does not widen the bound) is what the judge's clock may exceed an honest call
+// by. When the median of the submission's reported times is below the median of these bounds, each
+// of its calls counts max(its reported time, its bound); else its reported times stand (an honest
+// call above the calibration's range is not raised by chance). While timing, the judge polls for the
+// worker's reply without sleeping, so that its own wake-up is not in its clock.
+// The bound also leaves kBoundSlack of the judge's clock to the call: the calibration's calls are as
+// long as the reference's, and the worker path adds a little more to a longer call (on an H200, a
+// correct single-pass slot's 3.3 ms calls were 0.5% above their bound).
+inline constexpr int kCalibrationWarmup = 2;
 inline constexpr int kCalibrationCalls = 5;
+inline constexpr double kBoundSlack = 0.02;
 
-/// The judge's lower bound on a call's time: its clock around the exchange less the calibrated
-/// overhead of the worker path (never below 0).
-inline double judge_bound_ms(double wall_ms, double overhead_ms) { return std::max(0.0, wall_ms - overhead_ms); }
+/// The judge's lower bound on a call's time: its clock around the exchange, less kBoundSlack of
+/// it, less the calibrated overhead of the worker path (never below 0).
+inline double judge_bound_ms(double wall_ms, double overhead_ms) {
+  return std::max(0.0, (1 - kBoundSlack) * wall_ms - overhead_ms);
+}
 
 /// The calibration calls' overhead (judge's clock - event time): the second largest of them (the
 /// largest below 4 calls), never below 0.
