@@ -197,12 +197,14 @@ TEST_F(Judge, TimesBelowTheJudgesClockAreReplacedByIt) {
 }
 
 TEST_F(Judge, ForgedTimesCountNoLessThanTheJudgesBound) {
-  // the worker's calls take 100 ms and it reports 0.75x and 0.5x of that (a process that rewrites its
+  // the worker's calls take 200 ms and it reports 0.75x and 0.5x of that (a process that rewrites its
   // clock); the judge's clock less the overhead of the worker path (calibrated with an honest worker
   // in the reference's role) bounds every call. The reference takes 5 ms (the fair share allows these
-  // calls their whole series)
+  // calls their whole series). The bound is checked against the overhead the judge measured, so that
+  // a loaded machine (a larger overhead, a lower bound) does not fail the test; a machine so loaded
+  // that the bound cannot rise above the forged 150 ms skips it.
   for (const double scale : {0.75, 0.5}) {
-    const Result r = judge(worker("--mode ok --sleep-ms 100 --report-scale " + std::to_string(scale)),
+    const Result r = judge(worker("--mode ok --sleep-ms 200 --report-scale " + std::to_string(scale)),
                            "--sanitizer off --checker " + quote(checker_with_reference(dir_, "5")), "gpu");
     ASSERT_TRUE(r.written) << r.err;
     expect_valid(r.results, dir_);
@@ -211,12 +213,16 @@ TEST_F(Judge, ForgedTimesCountNoLessThanTheJudgesBound) {
       EXPECT_EQ(c["status"], "pass") << id << ": " << c["message"];
       const json& t = c["timing"];
       ASSERT_TRUE(t.is_object()) << id;
-      EXPECT_GT(t["median_ms"].get<double>(), 90.0) << scale << " " << id << ": " << t["method"];
-      EXPECT_LT(t["ratio_to_reference"].get<double>(), 5.0 / 90.0) << scale << " " << id;
+      const double overhead = t["judge_overhead_ms"].get<double>();
+      if (overhead > 40.0) GTEST_SKIP() << "the worker path's overhead is " << overhead << " ms: machine too loaded";
+      const double median = t["median_ms"].get<double>();
+      EXPECT_GT(median, 0.98 * 200.0 - overhead - 1.0) << scale << " " << id << ": " << t["method"];
+      EXPECT_GT(median, 200.0 * scale + 5.0) << scale << " " << id;
+      EXPECT_LT(median, 260.0) << scale << " " << id;
+      EXPECT_LT(t["ratio_to_reference"].get<double>(), 5.0 / (200.0 * scale + 5.0)) << scale << " " << id;
       EXPECT_FALSE(t.contains("stopped")) << t;
       EXPECT_EQ(t["clock"], "judge") << t["method"];
       EXPECT_EQ(t["raised_to_bound"], t["reps"]) << t["method"];
-      EXPECT_LT(t["judge_overhead_ms"].get<double>(), 25.0) << t["method"];
       EXPECT_TRUE(contains(t["method"], "the reference solution run as a student")) << t["method"];
       EXPECT_TRUE(contains(t["method"], "the median reported time was below the median bound")) << t["method"];
     }
