@@ -90,6 +90,18 @@ out.write_text("#!/bin/sh\necho fake worker\n")
 out.chmod(0o755)
 '''
 
+# Fake binutils for the link's join (Recipe.join_commands): `ld -r -o OUT IN...` writes the inputs
+# one after another (a fake object's LINK_FAIL marker survives the join); objcopy changes nothing.
+FAKE_BINUTILS = r'''
+import sys
+from pathlib import Path
+args = sys.argv[1:]
+if "-r" in args:
+    out = Path(args[args.index("-o") + 1])
+    ins = [a for a in args[args.index("-o") + 2:] if not a.startswith("-")]
+    out.write_text("".join(Path(i).read_text() for i in ins))
+'''
+
 # A fake rewrite.py: copies IN.cu to OUT.cpp with a marker line on top.
 FAKE_REWRITE = r'''
 import sys
@@ -145,7 +157,8 @@ def fake_tools(tmp_path) -> dict[str, Path]:
             "sandbox": fake_sandbox(tools),
             "rewrite": write_script(tools / "fake_rewrite.py", FAKE_REWRITE),
             "judge": write_script(tools / "fake_judge", FAKE_JUDGE),
-            "main": _main_object(tools)}
+            "main": _main_object(tools),
+            "binutils": write_script(tools / "fake_binutils", FAKE_BINUTILS)}
 
 
 def _main_object(tools: Path) -> Path:
@@ -163,6 +176,7 @@ def fake_build_dir(tmp_path, fake_tools) -> Path:
         "nvcc": str(fake_tools["compiler"]), "cuda_flags": ["-std=c++17"], "link": [str(fake_tools["main"])],
         "judge": str(fake_tools["judge"]), "reference_worker": str(fake_tools["judge"]), "version": "test",
         "sandbox": str(fake_tools["sandbox"]),
+        "ld": str(fake_tools["binutils"]), "objcopy": str(fake_tools["binutils"]),
         "emulate": {"rewrite": str(fake_tools["rewrite"]), "cxx": str(fake_tools["compiler"]),
                     "cxx_flags": ["-std=c++17"], "link": [str(fake_tools["main"])]},
     }
