@@ -85,7 +85,8 @@ class Rules:
                                                          "instructions", "budget"))
         return cls(_rules(inc["direct"]), _rules(inc["known"]), inc["otherwise"],
                    _rules(und["allow"]), _rules(und["known"]), und["otherwise"],
-                   bool(dfn.get("refuse", False)), frozenset(dfn["reserved_namespaces"]), _rules(dfn["c_linkage_allowed"]), dfn["why_c_linkage"],
+                   bool(dfn.get("refuse", False)), frozenset(dfn["reserved_namespaces"]),
+                   _rules(dfn["c_linkage_allowed"]), dfn["why_c_linkage"],
                    dfn["why_reserved"], _rules(st["allowed_entries"]), _rules(st["initializer_may_use"]), st["why"],
                    _rules(ins["forbidden"]), float(bud["compile_budget_s"]), int(bud["max_helper_files"]))
 
