@@ -7,11 +7,17 @@ it also runs alone:
     PYTHONPATH=grading python3 -m scangrade.repos take --repos class.txt --deadline 2025-03-01T23:59:00-05:00 --out DIR
     PYTHONPATH=grading python3 -m scangrade.repos pin  --repos class.txt > pinned.txt
 
-The list (FILE): one repository a line, blank lines and `#` comments allowed:
+The list (FILE), either one repository a line, blank lines and `#` comments allowed (a first line
+that names no repository, such as "name url", is a header and skipped):
 
     URL                     the student's name is the URL's last part, without .git
-    NAME URL                e.g. the list a GitHub Classroom assignment exports
+    NAME URL
     NAME URL COMMIT         grade exactly COMMIT (a full or abbreviated sha), not the deadline rule
+
+or a CSV (comma, tab or semicolon) with a header row, as spreadsheets, LMS rosters and the
+classroom tools export it: the repository column (student_repository_url, repository_url, repo_url,
+repository, url, ...), optionally a name (roster_identifier, name, github_username, ...) and a commit
+(commit, sha, ...); a row without a repository (a student who never accepted) is left out.
 
 Which commit is graded:
 
@@ -43,6 +49,7 @@ http(s) and ssh are allowed.
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import re
 import shutil
@@ -120,35 +127,99 @@ def name_from_url(url: str) -> str:
     return tail[:-4] if tail.endswith(".git") else tail
 
 
+# A CSV class list's columns, by header name (case and spaces ignored), first match wins: the
+# repository (required), the student's name (else the URL's last part) and a commit (optional).
+# They cover a plain "name,url[,commit]" sheet, LMS and roster exports, and the assignment exports
+# of the classroom tools (e.g. roster_identifier, github_username, student_repository_url).
+CSV_URL_COLUMNS = ("student_repository_url", "repository_url", "repo_url", "clone_url", "git_url", "ssh_url",
+                   "html_url", "repository", "repo", "url")
+CSV_NAME_COLUMNS = ("roster_identifier", "student", "student_name", "name", "github_username", "username",
+                    "login", "user", "email", "student_repository_name")
+CSV_COMMIT_COLUMNS = ("commit", "commit_sha", "sha", "submission_commit", "head_sha")
+
+
+def looks_like_url(text: str) -> bool:
+    """A repository address: a URL, an scp-like host:path or a path (what git clones)."""
+    return "/" in text or ":" in text
+
+
 def parse_repo_list(path: Path) -> list[RepoSpec]:
-    specs: list[RepoSpec] = []
-    seen: dict[str, int] = {}
+    """The class list: one repository a line (URL, NAME URL or NAME URL COMMIT; a first line that
+    names no repository is a header and skipped), or a CSV with a header row (CSV_*_COLUMNS)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise RepoListError(f"cannot read {path}: {exc}") from None
-    for i, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()     # a comment, whole-line or after the fields
-        if not line:
-            continue
-        parts = line.split()
-        if len(parts) == 1:
-            name, url, commit = name_from_url(parts[0]), parts[0], None
-        elif len(parts) in (2, 3):
-            name, url, commit = parts[0], parts[1], parts[2] if len(parts) == 3 else None
-        else:
-            raise RepoListError(f"{path}:{i}: expected URL, NAME URL or NAME URL COMMIT, got {len(parts)} fields")
-        if url.startswith("-") or "::" in url.split("/", 1)[0]:
+    rows = _csv_rows(path, text) if _is_csv(text) else _plain_rows(path, text)
+    specs: list[RepoSpec] = []
+    seen: dict[str, int] = {}
+    for i, name, url, commit in rows:
+        if url.startswith("-") or "::" in url.split("/", 1)[0] or not looks_like_url(url):
             raise RepoListError(f"{path}:{i}: {url!r} is not a repository URL")
         if commit is not None and not SHA.match(commit):
-            raise RepoListError(f"{path}:{i}: the third field must be a commit sha, not {commit!r}")
-        sid = slug(name)
+            raise RepoListError(f"{path}:{i}: the commit must be a commit sha, not {commit!r}")
+        sid = slug(name or name_from_url(url))
         n = seen.get(sid, 0) + 1
         seen[sid] = n
         if n > 1:
             sid = f"{sid[: MAX_ID - 4]}-{n}"
         specs.append(RepoSpec(sid, url, commit, i))
     return specs
+
+
+def _is_csv(text: str) -> bool:
+    first = next((line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")), "")
+    return "," in first or "\t" in first or ";" in first
+
+
+def _plain_rows(path: Path, text: str) -> list[tuple[int, str, str, str | None]]:
+    rows: list[tuple[int, str, str, str | None]] = []
+    for i, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()     # a comment, whole-line or after the fields
+        if not line:
+            continue
+        parts = line.split()
+        if len(parts) == 1:
+            name, url, commit = "", parts[0], None
+        elif len(parts) in (2, 3):
+            name, url, commit = parts[0], parts[1], parts[2] if len(parts) == 3 else None
+        else:
+            raise RepoListError(f"{path}:{i}: expected URL, NAME URL or NAME URL COMMIT, got {len(parts)} fields")
+        if not rows and not looks_like_url(url) and not url.startswith("-"):
+            continue    # a header ("name url", "repository"): no repository is named so
+        rows.append((i, name, url, commit))
+    return rows
+
+
+def _csv_rows(path: Path, text: str) -> list[tuple[int, str, str, str | None]]:
+    lines = [(i, line) for i, line in enumerate(text.splitlines(), start=1)
+             if line.strip() and not line.lstrip().startswith("#")]
+    first = lines[0][1]
+    delimiter = max(",\t;", key=first.count)
+    reader = csv.reader([line for _, line in lines], delimiter=delimiter)
+    header = [h.strip().lower().replace(" ", "_") for h in next(reader)]
+
+    def column(names: tuple[str, ...]) -> int | None:
+        return next((header.index(n) for n in names if n in header), None)
+
+    url_at, commit_at = column(CSV_URL_COLUMNS), column(CSV_COMMIT_COLUMNS)
+    names_at = [header.index(n) for n in CSV_NAME_COLUMNS if n in header]   # the first one filled in
+    if url_at is None:
+        if any(looks_like_url(h) for h in header):
+            raise RepoListError(f"{path}:{lines[0][0]}: a CSV class list starts with a header row "
+                                f"(one column named {' or '.join(CSV_URL_COLUMNS[:4])} ...)")
+        raise RepoListError(f"{path}:{lines[0][0]}: no repository column in the header {header}: name it one "
+                            f"of {', '.join(CSV_URL_COLUMNS)}")
+    rows: list[tuple[int, str, str, str | None]] = []
+    for (i, _), fields in zip(lines[1:], reader):
+        def get(at: int | None) -> str:
+            return fields[at].strip() if at is not None and at < len(fields) else ""
+        url = get(url_at)
+        if not url:
+            continue    # a student without a repository (not accepted yet): nothing to take
+        name = next((get(at) for at in names_at if get(at)), "")
+        rows.append((i, name, url, get(commit_at) or None))
+    return rows
 
 
 # --- git ------------------------------------------------------------------------------------------

@@ -93,6 +93,40 @@ def test_repo_list_forms_comments_and_errors(tmp_path):
         repos.parse_deadline("2025-03-01T23:59:00")
 
 
+@pytest.mark.parametrize("text, expected", [
+    # a plain list with a header line
+    ("name url\nalice file:///srv/a.git\n", [("alice", "file:///srv/a.git", None, 2)]),
+    ("repository\nhttps://example.org/c/bob-hw3.git\n", [("bob-hw3", "https://example.org/c/bob-hw3.git", None, 2)]),
+    # a spreadsheet's CSV: name, url, commit
+    ("Name,URL,Commit\nAlice Smith,file:///srv/a.git,0123abcd\nBob,file:///srv/b.git,\n",
+     [("alice-smith", "file:///srv/a.git", "0123abcd", 2), ("bob", "file:///srv/b.git", None, 3)]),
+    # a classroom tool's assignment export (quoted fields, extra columns, a student who never accepted)
+    ('assignment_name,github_username,roster_identifier,student_repository_name,student_repository_url,points\n'
+     '"hw3",alice-gh,"Alice A",hw3-alice-gh,https://example.org/c/hw3-alice-gh,10\n'
+     '"hw3",,"Carol C",,,\n'
+     '"hw3",bob-gh,,hw3-bob-gh,git@example.org:c/hw3-bob-gh.git,7\n',
+     [("alice-a", "https://example.org/c/hw3-alice-gh", None, 2),
+      ("bob-gh", "git@example.org:c/hw3-bob-gh.git", None, 4)]),
+    # an LMS-style tab-separated export with a byte-order mark
+    ("\ufeffStudent\tRepository URL\nDana\tfile:///srv/d.git\n", [("dana", "file:///srv/d.git", None, 2)]),
+])
+def test_class_list_formats(tmp_path, text, expected):
+    f = tmp_path / "class.csv"
+    f.write_text(text, encoding="utf-8")
+    specs = repos.parse_repo_list(f)
+    assert [(s.name, s.url, s.commit, s.line) for s in specs] == expected
+
+
+def test_a_csv_without_a_repository_column_or_header_is_refused(tmp_path):
+    f = tmp_path / "class.csv"
+    f.write_text("name,email\nalice,a@example.org\n")
+    with pytest.raises(repos.RepoListError, match="no repository column"):
+        repos.parse_repo_list(f)
+    f.write_text("alice,file:///srv/a.git\n")
+    with pytest.raises(repos.RepoListError, match="header row"):
+        repos.parse_repo_list(f)
+
+
 def test_deadline_rule_first_parent_forged_dates_and_listed_commit(tmp_path):
     deadline = repos.parse_deadline(DEADLINE)
     r = Remote(tmp_path, "alice")
