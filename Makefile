@@ -15,6 +15,7 @@
 #   make handout    the student tarball (stubs, contract, harness, emulation, public suite; no
 #                   reference solutions, no hidden suites): HANDOUT=scangrade-handout.tar.gz
 #   make clean      remove build/
+#   make help       these targets in one screen
 #
 # Variables: SCANGRADE_BACKEND=gpu|emulate (default: gpu when nvidia-smi lists one, else emulate),
 #            CUDA_ARCH=90 (GPU architecture; default: this machine's GPU, else sm_90 + PTX),
@@ -29,10 +30,24 @@ $(error SCANGRADE_BACKEND must be gpu or emulate, not '$(BACKEND)')
 endif
 export SCANGRADE_BACKEND := $(BACKEND)
 
-.PHONY: all configure test check grade demo gallery batch gradescope handout clean
+.PHONY: all configure help test check grade demo gallery batch gradescope handout clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
+
+help:
+	@echo "ScanGrade: make <target>   (README.md: the quickstart; grading/docs/: the rest)"
+	@echo "  demo        grade a bundled correct submission: what a report looks like"
+	@echo "  test        test your student/ slots on the public suite (GPU, else emulated)"
+	@echo "  grade       grade student/ (or SUBMISSION=dir|zip) as the grader does"
+	@echo "  batch       grade a class: SUBMISSIONS=dir [OUT=dir] (gradebook, report)"
+	@echo "  gallery     grade every gallery entry and compare with its verdicts"
+	@echo "  check       the project's own test suite (what CI runs; long)"
+	@echo "  gradescope  the Gradescope autograder zip (BUNDLE=..., BUNDLE_FLAGS=...)"
+	@echo "  handout     the student tarball (HANDOUT=scangrade-handout.tar.gz)"
+	@echo "  all         build everything (configure: CMake only)"
+	@echo "  clean       remove the build folder (BUILD=build)"
+	@echo "Variables: SCANGRADE_BACKEND=gpu|emulate  SUITE=file  GRADE_FLAGS=...  JOBS=n"
 
 configure:
 	@tools/deps.sh
