@@ -287,8 +287,18 @@ def _link_worker(recipe: Recipe, units: list[Unit], stubs: dict, verdicts: _Verd
         objs = [stubs[s].obj for s in SLOTS if s not in real]
         if student:
             joined = work / "obj" / "student_joined.o"
-            for cmd in recipe.join_commands(student, joined):
-                run = build_tools.run_tool(cmd, root, link_timeout, recipe.confine, [], [work / "obj"])
+            join, symbols, localize = recipe.join_commands(student, joined)
+
+            def step(cmd: list[str]) -> Run:
+                return build_tools.run_tool(cmd, root, link_timeout, recipe.confine, [], [work / "obj"])
+
+            run = step(join)
+            if not run.ok:
+                return run
+            listed = step(symbols)  # what nm cannot read has no unique symbol to weaken
+            weaken = recipe.unique_symbols_weakened(listed.output, joined) if listed.ok else None
+            for cmd in ([weaken] if weaken else []) + [localize]:
+                run = step(cmd)
                 if not run.ok:
                     return run
             objs.insert(0, joined)

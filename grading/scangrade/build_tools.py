@@ -258,7 +258,19 @@ class Recipe:
         --force-group-allocation turns the student's COMDAT groups (inline and template copies)
         into plain sections, so the final link never swaps the worker's copy for the student's."""
         return [[self.ld, "-r", "--force-group-allocation", "-o", str(joined), *map(str, objects)],
+                [self.nm, "--defined-only", str(joined)],
                 [self.objcopy, "--wildcard", f"--keep-global-symbol={STUDENT_ENTRY_SYMBOLS}", str(joined)]]
+
+    def unique_symbols_weakened(self, nm_output: str, joined: Path) -> list[str] | None:
+        """objcopy leaves GNU unique symbols (nm `u`: a static local of an inline function or a
+        template's static member, e.g. std::to_string's digit table) global, and the worker has its
+        own copy: the command that makes them weak first, so that the next step makes them local
+        (None when there are none)."""
+        names = [parts[2] for parts in (line.split() for line in nm_output.splitlines())
+                 if len(parts) == 3 and parts[1] == "u"]
+        if not names:
+            return None
+        return [self.objcopy, *(f"--weaken-symbol={name}" for name in names), str(joined)]
 
     def link_command(self, objects: list[Path], out: Path) -> list[str]:
         # -z now, relro: every dynamic symbol is bound at start-up and the GOT is read-only after it

@@ -352,6 +352,34 @@ def test_emulate_student_definitions_of_library_names_are_local(tmp_path, entry)
     assert symbols["_ZN9scangrade7student17hierarchical_scanEPKfPfmNS_8ScanKindEP11CUstream_st"] == {"T"}
 
 
+TO_STRING_SLOT = r"""
+#include <string>
+#include "scangrade/student_api.h"
+namespace scangrade::student {
+namespace { std::string label(unsigned n) { return "n=" + std::to_string(n); } }
+void hillis_steele_inclusive(const std::int32_t*, std::int32_t*, std::size_t n, cudaStream_t) {
+  if (label(static_cast<unsigned>(n)).empty()) throw 1;
+}
+void hillis_steele_inclusive(const float*, float*, std::size_t n, cudaStream_t) {
+  if (label(static_cast<unsigned>(n)).empty()) throw 1;
+}
+}
+"""
+
+
+@emulate_toolchain
+def test_emulate_a_unique_symbol_the_worker_also_has_links(tmp_path):
+    """std::to_string's digit table is a GNU unique symbol (nm `u`) in the student's object and in the
+    worker's: the join makes the student's copy local instead of a second definition."""
+    files = starter_files()
+    files["student/hillis_steele.cu"] = TO_STRING_SLOT
+    result, doc = run_build(make_submission(tmp_path / "s", files), REAL_TOOLCHAIN.parent.parent, tmp_path / "out",
+                            backend="emulate", jobs=2)
+    assert doc["status"] == "ok" and doc["failed_slots"] == [], doc["log"]
+    kinds = defined_symbols(result.worker)["_ZZNSt8__detail18__to_chars_10_implIjEEvPcjT_E8__digits"]
+    assert "r" in kinds, kinds
+
+
 @needs_nvcc
 @pytest.mark.parametrize("entry", INTERPOSERS)
 def test_nvcc_student_definitions_of_library_names_bind_nothing_outside(tmp_path, nvcc_build_dir, entry):
