@@ -1,6 +1,6 @@
 """The nvcc flags student code is compiled with: one list in CMakeLists.txt (SCANGRADE_STUDENT_CUDA_FLAGS)
-for `make test` and for grading (toolchain.json's cuda_flags), every flag listed in README "Compiler
-flags", and device code calling std::numeric_limits<T> (constexpr host functions: needs
+for `make test` and for grading (toolchain.json's cuda_flags), every flag listed in grading/docs/grading.md
+"Compiler flags", and device code calling std::numeric_limits<T> (constexpr host functions: needs
 --expt-relaxed-constexpr) compiling through build.py on both backends and running emulated."""
 
 from __future__ import annotations
@@ -72,9 +72,10 @@ def student_cuda_flags() -> list[str]:
 
 
 def readme_compiler_flags() -> str:
-    text = (REPO / "README.md").read_text()
+    """The 'Compiler flags' section of grading/docs/grading.md (moved there from README.md)."""
+    text = (REPO / "grading" / "docs" / "grading.md").read_text()
     m = re.search(r"^#+ Compiler flags\n(.*?)(?=^#)", text, re.MULTILINE | re.DOTALL)
-    assert m, "README.md has a 'Compiler flags' section"
+    assert m, "grading/docs/grading.md has a 'Compiler flags' section"
     return m.group(1)
 
 
@@ -112,7 +113,7 @@ def test_student_flags_are_one_list_used_by_make_test_and_grading():
 def test_readme_lists_every_flag_the_grader_uses():
     section = readme_compiler_flags()
     for flag in ["-std=c++17", "-O3", "-gencode", *student_cuda_flags()]:
-        assert f"`{flag}" in section, f"README 'Compiler flags' does not list {flag}"
+        assert f"`{flag}" in section, f"grading/docs/grading.md 'Compiler flags' does not list {flag}"
 
 
 def emulated_student_flags() -> list[str]:
@@ -145,11 +146,11 @@ def test_real_toolchain_cuda_flags():
     assert "-G" not in flags and "-g" not in flags, "no device or host debug code in grading builds"
     gencode = [flags[i + 1] for i, f in enumerate(flags) if f == "-gencode"]
     assert len(gencode) >= 1 and all(g.startswith("arch=compute_") for g in gencode), gencode
-    # README's table names every one of them (options' values and include folders aside)
+    # grading/docs/grading.md's table names every one (options' values and include folders aside)
     section = readme_compiler_flags()
     for prev, flag in zip(["", *flags], flags):
         if prev not in ("-gencode", "--threads") and not flag.startswith("-I"):
-            assert f"`{flag}" in section, f"README 'Compiler flags' does not list {flag}"
+            assert f"`{flag}" in section, f"grading/docs/grading.md 'Compiler flags' does not list {flag}"
 
 
 # --- numeric_limits in device code ----------------------------------------------------------------
