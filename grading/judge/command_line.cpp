@@ -78,7 +78,7 @@ the student's code), checks each result against the CPU oracle and writes result
   --submission-name NAME  recorded in results.submission.name
   --submission-path PATH  recorded in results.submission.path
   --backend gpu|emulate   where the worker runs kernels; timing and compute-sanitizer only on gpu
-  --suite FILE            a suite (JSON, README "Suite files"); repeatable; seeds used as written
+  --suite FILE            a suite (JSON, grading/docs/suites.md); repeatable; seeds used as written
   --hidden-suite FILE     a hidden suite: the secret is mixed into every seed (inputs.h mix_secret);
                           results record the seeds as written, never the secret or the mixed seed
   --secret S              the instructor's secret for hidden suites

@@ -43,7 +43,8 @@ inline constexpr double kRatioHalfWidth = 0.01;
 inline constexpr double kPairedBudgetSeconds = 4.0;
 inline constexpr double kMaxReferenceSlowdown = 1.10;
 
-// The student's time from outside (README "Security model"). The worker's process is the
+// The student's time from outside (grading/docs/timing.md, "The judge's bound";
+// grading/docs/security.md, "What remains possible"). The worker's process is the
 // submission's: its event times are its word. The judge's clock around a call bounds the call from
 // below once the worker path's own cost is taken off (the exchange, the worker's switch to its CUDA
 // context, its synchronization: 0.2-0.5 ms on an H200), and that cost is calibrated on each timed
@@ -79,11 +80,12 @@ inline double calibrated_overhead_ms(const std::vector<double>& wall_ms, const s
   return std::max(0.0, overheads[overheads.size() - (overheads.size() >= 4 ? 2 : 1)]);
 }
 
-// A fair share of the GPU (README "Timing and performance points"). While a judge times, the GPU is
-// its alone (the exclusive --gpu-lock): a submission's timed calls get a budget from the reference's
-// time, so that none makes the class wait longer than a full series of a submission too slow to earn
-// performance points. kAllowanceRatio is 1.25 x the zero-point ratio's 4x (scoring.h: none at 4x
-// slower than the reference): a submission that can still earn points gets its whole series.
+// A fair share of the GPU (grading/docs/timing.md, "The GPU's fair share"). While a judge times,
+// the GPU is its alone (the exclusive --gpu-lock): a submission's timed calls get a budget from the
+// reference's time, so that none makes the class wait longer than a full series of a submission too
+// slow to earn performance points. kAllowanceRatio is 1.25 x the zero-point ratio's 4x (scoring.h:
+// none at 4x slower than the reference): a submission that can still earn points gets its whole
+// series.
 //   * a case's counted calls (after its warm-up) stop once they took kMaxPairs calls at
 //     kAllowanceRatio x the reference timed alone (the judge's bound of each call);
 //   * a slot's timed cases share a pool: kSlotSlackSeconds (first calls: module loading, pool

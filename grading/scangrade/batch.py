@@ -180,8 +180,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 def add_slurm_arguments(parser: argparse.ArgumentParser) -> None:
     """--slurm and the options of its jobs; --plan and --slurm-finish, which the jobs run."""
     cluster = parser.add_argument_group(
-        "Slurm", "grade on a Slurm cluster: one array job over shards of the class, then the gradebook (README, "
-                 "'Grading a whole class on a Slurm cluster'). OUT, the submissions and the build folder must be on "
+        "Slurm", "grade on a Slurm cluster: one array job over shards of the class, then the gradebook "
+                 "(grading/docs/slurm.md). OUT, the submissions and the build folder must be on "
                  "a filesystem every node mounts at the same path")
     cluster.add_argument("--slurm", action="store_true",
                          help="submit the grading to Slurm (sbatch) instead of grading on this machine; needs "

@@ -32,7 +32,7 @@ from .results import fmt_points
 SANDBOX_UID_BASE = 61000
 # Judges per GPU by default: more judges on one GPU grade a class no faster, since every process
 # that uses the GPU adds context switches and waits in the driver (one H100, 48 submissions:
-# 8 judges 82 s, 12 judges 95 s, 16 judges 103 s; README "Benchmark").
+# 8 judges 82 s, 12 judges 95 s, 16 judges 103 s; grading/docs/class.md, "Benchmark").
 JUDGES_PER_GPU = 8
 UID_BLOCK, UID_BLOCKS = 256, 16          # 61000..65095, below nobody (65534)
 UID_LOCK_DIRS = (Path("/run/lock"), Path("/var/lock"), Path(tempfile.gettempdir()))

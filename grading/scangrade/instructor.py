@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("instructor", "LMS gradebooks and similar submissions (README \"Grading a whole "
-                                                "class\")")
+    g = parser.add_argument_group("instructor", "LMS gradebooks and similar submissions "
+                                                "(grading/docs/class.md)")
     g.add_argument("--roster", type=Path, help="the LMS's roster export (Canvas gradebook export CSV, Moodle grading "
                                                "worksheet or grader report CSV, or a CSV with an id/email column): "
                                                "writes DIR/lms/ gradebooks that LMS imports")

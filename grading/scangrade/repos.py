@@ -1,7 +1,7 @@
 """Take a class's submissions from their git repositories: the repository list, the commit each student
 is graded at, and a submission folder holding only that commit's student/*.cu and student/*.cuh.
 
-batch.py --repos FILE [--deadline ISO-8601] uses it (README "Grading from students' repositories");
+batch.py --repos FILE [--deadline ISO-8601] uses it (grading/docs/repositories.md);
 it also runs alone:
 
     PYTHONPATH=grading python3 -m scangrade.repos take --repos class.txt --deadline 2025-03-01T23:59:00-05:00 --out DIR

@@ -3,7 +3,7 @@ archive suffixes, exit codes and limits. Standard library only (the platform ent
 before anything else can fail).
 
 The C++ side spells the same names in harness/src/names.cpp and the statuses in
-grading/results.schema.json; README.md documents them.
+grading/results.schema.json; grading/docs/checks.md and grading/docs/grading.md document them.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ ARCHIVE_LIKE_SUFFIXES = (*ARCHIVE_SUFFIXES, ".gz", ".7z", ".rar")
 # operating-system litter in uploads and LMS exports
 JUNK_NAMES = frozenset({"__MACOSX", ".DS_Store", "Thumbs.db", "desktop.ini"})
 
-# exit codes of grade.py and scangrade_judge (README, "Exit codes")
+# exit codes of grade.py and scangrade_judge (grading/docs/grading.md, "Exit codes")
 EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 # limits on a submission (folder, unpacked archive or repository export); each refusal is a layout_error

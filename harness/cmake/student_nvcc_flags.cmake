@@ -2,9 +2,9 @@
 #     nvcc <flags> -I<student dir> -c FILE -o FILE.o
 # The GPU grader's recipe (grading/grader.cmake: toolchain.json's cuda_flags) and the handout's nvcc
 # check of an emulated `make test` (CMakeLists.txt: nvcc-check.json, tools/student_test.py) both come
-# from here: -std=c++17, -O3, SCANGRADE_STUDENT_CUDA_FLAGS (README "Compiler flags"), one -gencode per
-# entry of CMAKE_CUDA_ARCHITECTURES (NN: machine code and PTX, NN-real, NN-virtual), and the
-# contract headers.
+# from here: -std=c++17, -O3, SCANGRADE_STUDENT_CUDA_FLAGS (grading/docs/grading.md, "Compiler
+# flags"), one -gencode per entry of CMAKE_CUDA_ARCHITECTURES (NN: machine code and PTX, NN-real,
+# NN-virtual), and the contract headers.
 function(scangrade_student_nvcc_flags OUT)
   set(flags -std=c++17 -O3 ${SCANGRADE_STUDENT_CUDA_FLAGS})
   list(LENGTH CMAKE_CUDA_ARCHITECTURES count)

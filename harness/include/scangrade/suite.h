@@ -1,4 +1,4 @@
-// Test suites are data: JSON files under testcases/ (format documented in README.md, "Suite files").
+// Test suites are data: JSON files under testcases/ (format documented in grading/docs/suites.md).
 #pragma once
 
 #include <cstddef>
