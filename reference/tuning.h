@@ -1,4 +1,5 @@
-// Launch and tile constants of the reference scans, kept apart from the algorithms (STYLE.md §2).
+// Launch and tile constants of the reference scans, kept apart from the algorithms (as CUB keeps
+// its tuning policies apart from its agents): a tuning is compared or changed here, not in a kernel.
 #pragma once
 
 #include <cstddef>

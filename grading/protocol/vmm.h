@@ -2,7 +2,9 @@
 // (cuMemCreate + a POSIX file descriptor as the shareable handle). The checker (trusted, outside
 // the sandbox) creates a case's buffers and exports them; the worker imports and maps them for the
 // slot call, and the checker reads them afterwards with its own context, whatever the worker did to
-// its own. The handles work across pid namespaces and users (shared/FACTS.md). The driver's entry
+// its own. The handles work across pid namespaces and users: measured on an H100, a child in its
+// own pid namespace, one under uid 65534 and one in bubblewrap 0.8.0 each imported and mapped the
+// buffer and wrote it with a kernel, and the parent read the values back. The driver's entry
 // points come through the runtime (cudaGetDriverEntryPointByVersion): nothing links libcuda.
 #pragma once
 

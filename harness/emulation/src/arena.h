@@ -11,7 +11,7 @@
 //   an allocation routine is aligned to at least 256 bytes (CUDA C++ Programming Guide, "Device Memory
 //   Accesses"; GPUs since Kepler return 512-byte spaced pointers for small requests).
 // * Rounding: the mapped part is the size rounded up to 2 MiB, the granularity the GPU maps device
-//   memory in (cuMemGetAllocationGranularity; measured 2 MiB on the H100 and H200, FACTS.md). On a GPU
+//   memory in (cuMemGetAllocationGranularity returned 2 MiB on an H100 and an H200). On a GPU
 //   the bytes after an allocation up to that boundary are mapped (the allocation's own slack, or a
 //   small neighbour sub-allocated from the same 2 MiB page), so a write there goes unnoticed by the
 //   hardware: here too. That is where the harness's guard zone around d_out and a tile kernel's
