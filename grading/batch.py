@@ -4,8 +4,14 @@
     python3 grading/batch.py --help
 """
 import sys
+from pathlib import Path
 
-from scangrade.batch import main
+# Jinja2, PyYAML and tqdm where tools/deps.sh put them when this Python takes no pip packages (PEP 668)
+LOCAL_PACKAGES = Path(__file__).resolve().parent.parent / ".deps" / "python"
+if LOCAL_PACKAGES.is_dir():
+    sys.path.append(str(LOCAL_PACKAGES))
+
+from scangrade.batch import main  # noqa: E402  (after the path above)
 
 if __name__ == "__main__":
     sys.exit(main())

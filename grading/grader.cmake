@@ -169,7 +169,9 @@ set(scangrade_cuda_libdir "${CUDAToolkit_LIBRARY_DIR}")
 # emulate: <rewrite> f.cu f.cpp, then <cxx> <cxx_flags> -I<student dir> -c f.cpp, then <cxx> -o worker ... <link>
 set(scangrade_emulate_json "")
 if(SCANGRADE_EMULATION)
-  # the emulated build's flags for student code (harness/emulation/CMakeLists.txt)
+  # the emulated build's flags for student code (harness/emulation/CMakeLists.txt); the worker finds
+  # Boost.Context where it was built against (an rpath: not only in the system's library folders when
+  # tools/deps.sh unpacked it into .deps/root without root)
   list(TRANSFORM SCANGRADE_EMU_STUDENT_FLAGS PREPEND "\"" OUTPUT_VARIABLE scangrade_emu_flags_json)
   list(TRANSFORM scangrade_emu_flags_json APPEND "\"")
   list(JOIN scangrade_emu_flags_json ", " scangrade_emu_flags_json)
@@ -178,7 +180,7 @@ if(SCANGRADE_EMULATION)
     \"rewrite\": [\"${SCANGRADE_EMU_PYTHON}\", \"${SCANGRADE_EMU_REWRITER}\", \"--runtime-header\", \"${SCANGRADE_EMU_RUNTIME_HEADER}\"],
     \"cxx\": \"${CMAKE_CXX_COMPILER}\",
     \"cxx_flags\": [\"-std=c++17\", \"-O2\", \"-g0\", \"-I${CMAKE_SOURCE_DIR}/harness/emulation/include\", \"-I${CMAKE_SOURCE_DIR}/harness/include\", \"-DSCANGRADE_EMULATED\", ${scangrade_emu_flags_json}],
-    \"link\": [\"$<TARGET_FILE:scangrade_worker_main_emu>\", \"$<TARGET_FILE:scangrade_device_emu>\", \"$<TARGET_FILE:scangrade_emu>\", \"$<TARGET_FILE:scangrade_core>\", \"$<TARGET_FILE:Boost::context>\", \"-lpthread\", \"-ldl\"]${scangrade_reference_emu_json}
+    \"link\": [\"$<TARGET_FILE:scangrade_worker_main_emu>\", \"$<TARGET_FILE:scangrade_device_emu>\", \"$<TARGET_FILE:scangrade_emu>\", \"$<TARGET_FILE:scangrade_core>\", \"$<TARGET_FILE:Boost::context>\", \"-Wl,-rpath,$<TARGET_FILE_DIR:Boost::context>\", \"-lpthread\", \"-ldl\"]${scangrade_reference_emu_json}
   }")
 endif()
 if(scangrade_gpu_grader)

@@ -1,62 +1,144 @@
 #!/usr/bin/env bash
-# Checks what the build needs; installs what is missing with apt-get when run as root on Debian or
-# Ubuntu, else prints the exact command. Cheap enough to run before every build.
+# What a make target needs, checked before it runs; what is missing is installed, and only that:
+#
+#   tools/deps.sh [build|grade|batch|test]      (default: build)
+#
+#   build  (make, make test): a C++17 compiler, CMake >= 3.25, Python 3, GoogleTest, nlohmann/json,
+#          Boost.Context (the CPU emulation backend). nvcc is optional: without it the build is for the
+#          emulation backend only (the Makefile says so in one line).
+#   grade  (make demo, make grade, make gallery): build + bubblewrap, the sandbox around student code
+#          (without it grading runs the student's code unconfined, and says so).
+#   batch  (make batch): grade + the grader's Python packages (requirements.txt: the class report).
+#   test   (make check, make deps-test): batch + what only the project's own tests use: the Python test
+#          tools (requirements-dev.txt), slurm-wlm and munge (a one-node Slurm cluster), podman, runc and
+#          debootstrap (the PrairieLearn image test). Those tests skip without them.
+#
+# As root on Debian or Ubuntu, missing packages come from apt-get. Not root, required Debian packages
+# are downloaded with apt-get into .deps/ (a private package list, no root needed) and unpacked there
+# (.deps/root: the Makefile points CMake at it); anything else missing is said with the exact
+# `sudo apt-get install` line. Python packages: pip; where pip may not install into the system's Python
+# (PEP 668) or there is no pip, Debian's python3-* packages as root, else .deps/python (pip --target).
+# One line per thing installed; apt-get and pip write to $SCANGRADE_LOG_DIR/deps.log (default build/logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-build}
+case $mode in build|grade|batch|test) ;; *) echo "usage: tools/deps.sh [build|grade|batch|test]" >&2; exit 2;; esac
+log_dir=${SCANGRADE_LOG_DIR:-build/logs}
+log=$log_dir/deps.log
+root=$([ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && echo 1 || echo 0)
 
-missing=()
-have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/local/include/$1" ] || [ -f ".deps/include/$1" ]; }
-have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
-have_header gtest/gtest.h || missing+=(libgtest-dev)
-command -v cmake >/dev/null || missing+=(cmake)
-have_header boost/context/fiber.hpp || missing+=(libboost-context-dev)  # the CPU emulation backend
-command -v bwrap >/dev/null || [ -x .deps/bwrap-root/usr/bin/bwrap ] || missing+=(bubblewrap)  # the sandbox around student code
-# Optional: a one-node Slurm cluster for batch.py --slurm's tests (grading/tests/slurm_cluster.py starts
-# munged, slurmctld and slurmd from these); installed with the rest when root, else those tests skip.
-optional=()
+have_header() {
+  local d
+  for d in /usr/include /usr/local/include .deps/include .deps/root/usr/include; do
+    [ -f "$d/$1" ] && return 0
+  done
+  return 1
+}
 have_sbin() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
-{ have_sbin slurmctld && have_sbin slurmd && command -v sbatch >/dev/null; } || optional+=(slurm-wlm)
-{ have_sbin munged && have_sbin mungekey; } || optional+=(munge)
-# Optional: podman, runc and debootstrap for grading/tests/test_container_images.py (the PrairieLearn image
-# built and run on a debootstrapped Debian base); installed when root, else that test skips.
-containers=()
-{ command -v podman >/dev/null && have_sbin runc && have_sbin debootstrap; } || containers+=(podman runc debootstrap)
+quiet() { mkdir -p "$log_dir"; "$@" >>"$log" 2>&1; }
 
-if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-  echo "deps: nvcc not found: install the CUDA toolkit (12.x or 13.x) and put its bin/ on PATH" >&2
-  exit 1
-fi
-# Python packages for the grader's tests and batch grading (pinned in requirements-dev.txt, which
-# includes requirements.txt), from PyPI.
-if ! python3 -c "import pytest, jsonschema, jinja2, yaml, tqdm" 2>/dev/null; then
-  echo "deps: installing requirements-dev.txt with pip"
-  python3 -m pip install -q -r requirements-dev.txt || echo "deps: warning: could not install requirements-dev.txt: batch.py and the Python tests will fail" >&2
-fi
-if [ ${#optional[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "deps: installing ${optional[*]} (the Slurm tests' one-node cluster)"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        "${optional[@]}" >/dev/null; } || echo "deps: warning: could not install ${optional[*]}: the Slurm tests will skip" >&2
-  else
-    echo "deps: note: ${optional[*]} not installed: the Slurm tests will skip (sudo apt-get install -y ${optional[*]})" >&2
-  fi
-fi
-if [ ${#containers[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "deps: installing ${containers[*]} (the container image test)"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${containers[@]}" >/dev/null; } \
-      || echo "deps: warning: could not install ${containers[*]}: the container image test will skip" >&2
-  else
-    echo "deps: note: ${containers[*]} not installed: the container image test will skip (sudo apt-get install -y ${containers[*]})" >&2
-  fi
-fi
-[ ${#missing[@]} -eq 0 ] && exit 0
+apt_install() {   # root: packages from apt-get (--with-recommends first to keep them), lists refreshed once
+  local recommends=--no-install-recommends
+  if [ "$1" = --with-recommends ]; then recommends=; shift; fi
+  if [ -z "${apt_updated:-}" ]; then quiet apt-get update -qq || true; apt_updated=1; fi
+  quiet env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $recommends "$@" && return 0
+  echo "deps: apt-get install $* failed; the end of $log:" >&2
+  tail -n 5 "$log" >&2
+  return 1
+}
 
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "deps: installing ${missing[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+apt_fetch() {     # not root: the packages and what they need that is not installed, unpacked in .deps/root
+  local state=$PWD/.deps/apt
+  local opts=(-o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" -o Debug::NoLocking=1)
+  mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs" .deps/root
+  quiet apt-get "${opts[@]}" update -qq || return 1
+  local closure want=()
+  closure=$(apt-cache "${opts[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts \
+              --no-breaks --no-replaces --no-enhances "$@" 2>>"$log" | grep -v '^ \|^<' | sort -u) || return 1
+  for p in $closure; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || want+=("$p"); done
+  (cd "$state/debs" && quiet apt-get "${opts[@]}" download "${want[@]}") || return 1
+  local deb
+  for deb in "$state"/debs/*.deb; do dpkg-deb -x "$deb" .deps/root; done
+}
+
+# --- required by the build --------------------------------------------------------------------------
+missing=()
+command -v "${CXX:-c++}" >/dev/null || command -v g++ >/dev/null || missing+=(g++)
+if command -v cmake >/dev/null; then
+  read -r major minor < <(cmake --version | sed -n 's/^cmake version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  { [ "${major:-0}" -gt 3 ] || { [ "${major:-0}" -eq 3 ] && [ "${minor:-0}" -ge 25 ]; }; } || missing+=(cmake)
 else
-  echo "deps: missing ${missing[*]}; install them with:" >&2
-  echo "  sudo apt-get install -y ${missing[*]}" >&2
-  exit 1
+  missing+=(cmake)
 fi
+have_header gtest/gtest.h || missing+=(libgtest-dev)
+have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
+have_header boost/context/fiber.hpp || missing+=(libboost-context-dev)
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$root" = 1 ]; then
+    echo "deps: installing ${missing[*]} (the build; log: $log)"
+    apt_install "${missing[@]}" || exit 1
+  elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null \
+       && [[ " ${missing[*]} " != *" g++ "* && " ${missing[*]} " != *" cmake "* ]]; then
+    echo "deps: fetching ${missing[*]} into .deps/root, no root needed (log: $log)"
+    apt_fetch "${missing[@]}" || {
+      echo "deps: could not fetch them (the end of $log below); install them with:" >&2
+      tail -n 5 "$log" >&2; echo "  sudo apt-get install -y ${missing[*]}" >&2; exit 1; }
+  else
+    echo "deps: missing ${missing[*]}; install them with:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+[ "$mode" = build ] && exit 0
+
+# --- grade: the sandbox -----------------------------------------------------------------------------
+if ! command -v bwrap >/dev/null && [ ! -x .deps/bwrap-root/usr/bin/bwrap ]; then
+  if [ "$root" = 1 ]; then
+    echo "deps: installing bubblewrap (the sandbox around student code; log: $log)"
+    apt_install bubblewrap || echo "deps: warning: without bubblewrap student code runs unconfined" >&2
+  else
+    echo "deps: note: no bubblewrap: student code runs unconfined (sudo apt-get install -y bubblewrap)" >&2
+  fi
+fi
+[ "$mode" = grade ] && exit 0
+
+# --- batch: the grader's Python packages ------------------------------------------------------------
+pip_install() {   # pip into this Python; else Debian's packages (root) or .deps/python (pip --target)
+  local requirements=$1 debian=$2
+  if quiet python3 -m pip install -q -r "$requirements"; then return 0; fi
+  if [ "$root" = 1 ]; then apt_install $debian && return 0; fi
+  if quiet python3 -m pip install -q --upgrade --target .deps/python -r "$requirements"; then
+    echo "deps: installed into .deps/python (this Python takes no pip packages: PEP 668)"; return 0; fi
+  echo "deps: could not install $requirements (the end of $log below); install: sudo apt-get install -y $debian" >&2
+  tail -n 5 "$log" >&2
+  return 1
+}
+export PYTHONPATH="$PWD/.deps/python${PYTHONPATH:+:$PYTHONPATH}"
+if ! python3 -c "import jinja2, yaml, tqdm" 2>/dev/null; then
+  echo "deps: installing requirements.txt (Jinja2, PyYAML, tqdm: the class report; log: $log)"
+  pip_install requirements.txt "python3-jinja2 python3-yaml python3-tqdm" || exit 1
+fi
+[ "$mode" = batch ] && exit 0
+
+# --- test: what only the project's own tests use ------------------------------------------------------
+if ! python3 -c "import pytest, jsonschema" 2>/dev/null; then
+  echo "deps: installing requirements-dev.txt (pytest, jsonschema: the Python tests; log: $log)"
+  pip_install requirements-dev.txt "python3-pytest python3-jsonschema" \
+    || echo "deps: warning: without pytest and jsonschema the Python tests fail" >&2
+fi
+slurm=() containers=()
+{ have_sbin slurmctld && have_sbin slurmd && command -v sbatch >/dev/null; } || slurm+=(slurm-wlm)
+{ have_sbin munged && have_sbin mungekey; } || slurm+=(munge)
+{ command -v podman >/dev/null && have_sbin runc && have_sbin debootstrap; } || containers+=(podman runc debootstrap)
+optional() {      # what: the tests that skip without them; the rest: apt_install's arguments
+  local what=$1; shift
+  if [ "$root" = 1 ]; then
+    echo "deps: installing ${*#--with-recommends} ($what; log: $log)"
+    apt_install "$@" || echo "deps: warning: $what will skip" >&2
+  else
+    echo "deps: note: ${*#--with-recommends} not installed: $what will skip (sudo apt-get install -y ${*#--with-recommends})" >&2
+  fi
+}
+[ ${#slurm[@]} -eq 0 ] || optional "the Slurm tests" "${slurm[@]}"
+[ ${#containers[@]} -eq 0 ] || optional "the container image test" --with-recommends "${containers[@]}"

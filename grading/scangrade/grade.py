@@ -12,7 +12,7 @@ student/). The steps:
   2. compile each student/*.cu and link <out>/worker (scangrade/build.py) -> <out>/build.json;
   3. run the judge (toolchain.json's "judge"), which runs the worker on the suites -> <out>/results.json;
   4. export results.json to the chosen platforms' formats (scangrade/exporters.py) and write the
-     student's feedback page <out>/feedback.html (scangrade/feedback.py; needs Jinja2);
+     student's feedback page <out>/feedback.html (scangrade/feedback.py);
   5. print the table (scangrade/report.py).
 
 results.json is written by the judge only. Exit status mirrors the judge's: 0 graded, every case
@@ -272,9 +272,7 @@ def grade_one(job: GradeJob, judge: Path, backend: str, recipe: Recipe, workdir:
         graded.code = EXIT_INTERNAL
         graded.error = f"exporting failed: {exc!r} (results.json is intact)"
     try:   # the student's page: the grade does not depend on it
-        page = write_page(graded.results, out)
-        if page is not None:
-            graded.written["feedback"] = page
+        graded.written["feedback"] = write_page(graded.results, out)
     except (OSError, KeyError, TypeError, ValueError) as exc:
         log.warning("%s not written: %r", FEEDBACK_PAGE, exc)
     graded.phases["export"] = [t, clock()]
@@ -378,8 +376,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(graded.judge_output)
     if graded.error and graded.results is None:
         return fail(graded.code, graded.error)
-    for fmt, path in graded.written.items():
-        log.info("%s: %s", fmt, path)
+    if graded.written.get("feedback"):    # the student's page by its full path; the exports by name
+        log.info("feedback: %s", graded.written["feedback"])
+    exports = [path.name for fmt, path in graded.written.items() if fmt != "feedback" and path]
+    if exports:
+        log.info("exports: %s (in %s)", " ".join(exports), graded.out)
     sys.stdout.write(render(graded.results, graded.results_path, use_color()))
     if graded.error:    # exporting failed: the table is still worth printing
         return fail(graded.code, graded.error)
