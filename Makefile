@@ -97,7 +97,7 @@ GRADE := python3 grading/grade.py --build-dir $(BUILD) --backend $(BACKEND) $(if
 
 grade: configure
 	@$(GRADER)
-	@$(GRADE) $(or $(SUBMISSION),student) $(GRADE_FLAGS) || test $$? -eq 1  # 1: graded, some case failed
+	@$(GRADE) $(or $(SUBMISSION),student --out grading-results/student) $(GRADE_FLAGS) || test $$? -eq 1  # 1: graded, some case failed
 
 demo: configure
 	@$(GRADER)
@@ -108,8 +108,8 @@ gallery: configure
 	@python3 grading/gallery.py --build-dir $(BUILD) --backend $(BACKEND)
 
 # make batch SUBMISSIONS=dir SLURM=1 [SLURM_FLAGS="--partition gpu --time 1:00:00 --tasks 8"]: the same class
-# graded on a Slurm cluster (one array job, then the gradebook; README, 'Grading a whole class on a Slurm
-# cluster'). The backend is the grading nodes', not this machine's: SLURM_BACKEND=gpu (default) or emulate
+# graded on a Slurm cluster (one array job, then the gradebook; grading/docs/slurm.md). The backend is
+# the grading nodes', not this machine's: SLURM_BACKEND=gpu (default) or emulate
 # (or make ... SCANGRADE_BACKEND=emulate on make's command line).
 BATCH_BACKEND := $(if $(SLURM),$(or $(SLURM_BACKEND),$(if $(filter command line,$(origin SCANGRADE_BACKEND)),$(SCANGRADE_BACKEND)),gpu),$(BACKEND))
 batch: configure

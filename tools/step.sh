@@ -4,8 +4,9 @@
 #   tools/step.sh [--once PATH] LOG 'what it does' -- command [args...]
 #
 # Runs the command with stdout and stderr in LOG. Before it, one line when PATH (what the stage makes)
-# does not exist yet: the stage runs for the first time and its result is kept ("once"). After it, the
-# time it took when that was the first time or it took 10 s or more; nothing when it had nothing to do.
+# does not exist yet: the stage runs for the first time and its result is kept ("once"); otherwise the
+# line comes when the command is still running after 5 s. After it, the time it took when that was the
+# first time or it took 10 s or more; nothing when it had nothing to do.
 # On failure, the log's last 30 lines and its name, and the command's exit status.
 # VERBOSE=1: the line, then the command's own output as it comes (no log file).
 set -uo pipefail
@@ -28,8 +29,14 @@ if [ -n "$once" ] && [ ! -e "$once" ]; then
   echo "scangrade: $what (once; log: $log)"
 fi
 start=$(date +%s)
+timer=""
+if [ $first = 0 ]; then   # a stage with work to do (still running after 5 s) says so
+  ( sleep 5; echo "scangrade: $what (log: $log)" ) &
+  timer=$!
+fi
 "$@" >"$log" 2>&1
 status=$?
+[ -n "$timer" ] && kill "$timer" 2>/dev/null
 took=$(( $(date +%s) - start ))
 if [ $status -ne 0 ]; then
   echo "scangrade: $what failed (exit status $status); the end of $log:" >&2

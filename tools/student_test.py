@@ -407,8 +407,8 @@ def judge_message(slot: str, evidence: str) -> str:
 
 
 def wrapped(text: str, indent: str = "") -> str:
-    """A block line wrapped at 100 columns like the test program's messages (continuations 2 further in)."""
-    return textwrap.fill(text, 100, initial_indent=indent, subsequent_indent=indent + "  ",
+    """A block line wrapped at 80 columns like the test program's messages (continuations 2 further in)."""
+    return textwrap.fill(text, 80, initial_indent=indent, subsequent_indent=indent + "  ",
                          break_long_words=False, break_on_hyphens=False)
 
 

@@ -136,6 +136,7 @@ void to_json(json& j, const CheckReply& m) {
   j = json::object();
   put_header(j, m);
   j["not_implemented"] = m.not_implemented;
+  if (!m.not_implemented_at.empty()) j["not_implemented_at"] = m.not_implemented_at;
   j["race"] = m.race;
   if (!m.not_recomputed.empty()) j["not_recomputed"] = m.not_recomputed;
   if (!m.undefined.empty()) j["undefined"] = m.undefined;
@@ -162,6 +163,11 @@ void from_json(const json& j, CheckReply& m) {
   if (const json* race = f.find("race")) {  // emulation workers only
     if (!race->is_string()) throw MessageError("field 'race' is not a string");
     m.race = race->get<std::string>();
+  }
+  m.not_implemented_at.clear();
+  if (const json* at = f.find("not_implemented_at")) {  // a hint's line: only its length is trusted
+    if (!at->is_string()) throw MessageError("field 'not_implemented_at' is not a string");
+    m.not_implemented_at = at->get<std::string>().substr(0, 200);
   }
   m.not_recomputed.clear();
   if (const json* stale = f.find("not_recomputed")) {  // emulation workers only

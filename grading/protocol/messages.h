@@ -90,6 +90,7 @@ struct ReplyHeader {
 /// The reply to "check". The output stays in the trusted side's buffers: the judge reads it there.
 struct CheckReply : ReplyHeader {
   bool not_implemented = false;
+  std::string not_implemented_at;  // "student/x.cu:N": the call's line, as the student's process says
   std::int64_t leaked_bytes = 0;
   std::string leak_detail;
   std::string race;  // emulation workers: non-empty when the thread orders' results differ
@@ -105,6 +106,7 @@ struct CheckReply : ReplyHeader {
 template <typename From, typename To>
 void copy_run(const From& from, To& to) {
   to.not_implemented = from.not_implemented;
+  to.not_implemented_at = from.not_implemented_at;
   to.error = from.error;
   to.context_broken = from.context_broken;
   to.leaked_bytes = from.leaked_bytes;

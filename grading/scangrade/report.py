@@ -100,11 +100,26 @@ def notes(results: dict, results_path: Path | None = None) -> list[str]:
     return out
 
 
+EMULATION_CAP = 2**22 + 1   # the judge's default max_n on the emulation backend (kEmulationMaxN)
+
+
 def methodology(results: dict) -> str | None:
     for c in results["cases"]:
         if c.get("timing") and c["timing"].get("method"):
             return c["timing"]["method"]
     return None
+
+
+def left_out_by_size(results: dict) -> str | None:
+    """Next to the total: the suites' cases above max_n (the emulation cap, or --max-n), which it leaves out."""
+    in_suites = sum(s.get("cases", 0) for s in results.get("suites") or [])
+    left = in_suites - len(results["cases"])
+    max_n = results.get("max_n")
+    if left <= 0 or not max_n:
+        return None
+    why = ("above the emulation cap of 2^22 + 1 elements: they run on a GPU only"
+           if results["backend"] == "emulate" and max_n == EMULATION_CAP else f"with n > {max_n} (--max-n)")
+    return f"{left} of the suite's {in_suites} cases are not in this total: {why}"
 
 
 def render(results: dict, results_path: Path | None = None, color: bool = False) -> str:
@@ -135,6 +150,9 @@ def render(results: dict, results_path: Path | None = None, color: bool = False)
         out.append(line(r, ("1", "32" if ok else "31")))
     out.append("  ".join("-" * w for w in widths))
     out.append(line(total, ("1", "", "1")))
+    left_out = left_out_by_size(results)
+    if left_out:
+        out.append(left_out)
     env = results["environment"]
     if results["backend"] == "emulate":
         out.append(f"backend: emulate on {env['host']} (emulated: no timings)")

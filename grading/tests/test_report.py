@@ -65,3 +65,20 @@ def test_cli(tmp_path, doc_named):
     r = subprocess.run([sys.executable, str(GRADING / "report.py"), str(tmp_path / "nope.json")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_the_total_says_which_cases_it_leaves_out(doc_named):
+    """Emulated, the suite's cases above the emulation cap are not graded: the line under the total
+    says how many and why, as make test's points line does; a --max-n of the instructor's says so too."""
+    doc = doc_named("emulated")
+    graded = len(doc["cases"])
+    doc["suites"] = [{"name": "public", "cases": graded + 10}]
+    doc["max_n"] = 2**22 + 1
+    lines = render(doc).splitlines()
+    total = next(i for i, l in enumerate(lines) if l.startswith("total"))
+    assert lines[total + 1] == (f"10 of the suite's {graded + 10} cases are not in this total: above the "
+                                "emulation cap of 2^22 + 1 elements: they run on a GPU only"), lines
+    doc["max_n"] = 70000
+    assert "with n > 70000 (--max-n)" in render(doc)
+    doc["suites"] = [{"name": "public", "cases": graded}]
+    assert "not in this total" not in render(doc)

@@ -93,7 +93,7 @@ def test_make_tests_path_reports_the_finding_and_hands_the_slot_to_the_test_prog
     out = capsys.readouterr().out
     assert "policy violation in student/hillis_steele.cu: the grader does not link it" in out, out
     assert "scores 0 (policy_violation)" in out and "`fork`" in out and "blelloch" not in out, out
-    assert all(len(line) <= 100 for line in out.splitlines()), out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
     # the test program is told, one slot a line (the message may hold ';'), beside the compile errors
     dump = tmp_path / "env.txt"
     program = tmp_path / "fake_test_program"

@@ -323,7 +323,9 @@ std::string error_hint(const Case& c, const std::string& error) {
 template <typename T>
 std::optional<Verdict> record_verdict(const Case& c, const RunRecord<T>& run) {
   if (run.not_implemented)
-    return Verdict{Status::NotImplemented, std::string(student_file(c.slot)) + " still calls not_implemented()"};
+    return Verdict{Status::NotImplemented,
+                   (run.not_implemented_at.empty() ? std::string(student_file(c.slot)) : run.not_implemented_at) +
+                       " still calls not_implemented()"};
   if (!run.error.empty()) return Verdict{Status::Crash, case_heading(c) + ": " + run.error + error_hint(c, run.error)};
   if (!run.race.empty()) return Verdict{Status::Race, case_heading(c) + ": " + run.race};
   if (!run.not_recomputed.empty()) return Verdict{Status::Fail, case_heading(c) + ": " + run.not_recomputed};

@@ -55,14 +55,15 @@ std::int64_t lost_bytes(const MemoryBalance& before, const MemoryBalance& after,
   return by_malloc + by_pool;
 }
 
-/// Calls the slot; returns the error text ("" on success) and sets not_implemented.
+/// Calls the slot; returns the error text ("" on success) and sets not_implemented (and where).
 template <typename T>
 std::string call_slot(const ScanFn<T>& fn, const T* in, T* out, std::size_t n, cudaStream_t stream,
-                      bool& not_implemented) {
+                      bool& not_implemented, std::string& where) {
   try {
     fn(in, out, n, stream);
-  } catch (const NotImplemented&) {
+  } catch (const NotImplemented& e) {
     not_implemented = true;
+    where = e.where;
     return "";
   } catch (const std::exception& e) {
     return std::string("the slot threw an exception: ") + e.what();
@@ -114,7 +115,7 @@ RunRecord<T> run_in_place(const ScanFn<T>& fn, const T* d_in, T* d_out, std::siz
   cudaStream_t stream;
   check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   const MemoryBalance before = measure_memory();
-  record.error = call_slot(fn, d_in, d_out, n, stream, record.not_implemented);
+  record.error = call_slot(fn, d_in, d_out, n, stream, record.not_implemented, record.not_implemented_at);
   const MemoryBalance after = measure_memory();
   if (!record.error.empty()) {
     // A sticky error (illegal address...) makes every later call fail: this process is done.

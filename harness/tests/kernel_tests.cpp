@@ -11,7 +11,7 @@
 // grader does not link it: they show POLICY VIOLATION with the grader's message and score 0.
 //
 // Output for a terminal: GoogleTest's own printer is replaced by one block per failing case
-// (wrapped at 100 columns, status word first, no harness file:line), a summary with the status
+// (wrapped at 80 columns, status word first, no harness file:line), a summary with the status
 // words per slot and type, the points, and a rerun command for the first failure of each slot.
 // Built twice: for the GPU, and for the CPU emulation backend (SCANGRADE_EMULATED, the *_emu
 // binaries), where each case runs in a forked child under several thread orders.
@@ -76,13 +76,16 @@ const Suite& suite() {
   return s;
 }
 
+std::map<Slot, std::string> g_not_implemented_at;  // "student/x.cu:N": the not_implemented() call's line
+
 /// The starter files throw NotImplemented before touching their arguments: an n = 0 call tells.
 bool slot_is_implemented(Slot slot, DType dtype) {
   const ScanKind kind = fixed_kind(slot).value_or(ScanKind::Inclusive);
   try {
     if (dtype == DType::Int32) implementation().get<std::int32_t>(slot, kind)(nullptr, nullptr, 0, nullptr);
     else implementation().get<float>(slot, kind)(nullptr, nullptr, 0, nullptr);
-  } catch (const NotImplemented&) {
+  } catch (const NotImplemented& e) {
+    if (!e.where.empty()) g_not_implemented_at.emplace(slot, e.where);
     return false;
   } catch (...) {
   }
@@ -92,8 +95,8 @@ bool slot_is_implemented(Slot slot, DType dtype) {
 
 // --- outcomes and the terminal printer ------------------------------------------------------------
 
-// failure blocks wrap at 100 columns, or at the terminal's width when it is narrower
-std::size_t g_wrap = 100;
+// failure blocks wrap at 80 columns (the summary too), or at the terminal's width when it is narrower
+std::size_t g_wrap = 80;
 
 struct Outcome {
   Slot slot;
@@ -157,6 +160,35 @@ std::string points_text(double p) {
   return s.str();
 }
 
+/// The summary's rows fit a terminal of this many columns (one line per type where they would not).
+constexpr std::size_t kSummaryColumns = 80;  // g_wrap's default
+
+struct Cell {
+  std::size_t passed = 0, cases = 0, skipped = 0;
+  std::map<Status, std::size_t> statuses;
+};
+
+/// A slot's result for one type, as the summary shows it.
+std::string cell_text(Slot slot, DType dtype, const std::map<std::pair<Slot, DType>, Cell>& cells) {
+  const auto it = cells.find({slot, dtype});
+  std::ostringstream cell;
+  if (it == cells.end()) {
+    cell << "no cases";
+  } else if (const auto nl = g_not_linked.find(slot); nl != g_not_linked.end()) {
+    cell << (nl->second.status == Status::CompileError ? "COMPILE ERROR" : "POLICY VIOLATION");
+  } else if (g_not_implemented[{slot, dtype}]) {
+    cell << "NOT IMPLEMENTED";
+  } else if (it->second.cases == 0) {
+    cell << "not run";
+  } else {
+    const Cell& c = it->second;
+    cell << c.passed << "/" << c.cases << " passed";
+    for (const auto& [status, count] : c.statuses) cell << ", " << count << " " << name(status);
+    if (c.skipped) cell << ", " << c.skipped << " skipped";
+  }
+  return cell.str();
+}
+
 class TerminalPrinter : public ::testing::EmptyTestEventListener {
   void OnTestStart(const ::testing::TestInfo& info) override {
     const auto it = g_test_owner.find(full_name(info));
@@ -202,25 +234,25 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
   }
 
   void OnTestProgramEnd(const ::testing::UnitTest&) override {
-    struct Cell {
-      std::size_t passed = 0, cases = 0, skipped = 0;
-      std::map<Status, std::size_t> statuses;
-    };
     std::map<std::pair<Slot, DType>, Cell> cells;
-    double points = 0, max_points = 0, skipped_points = 0;
-    std::size_t skipped_cases = 0, failed_cases = 0;
+    double points = 0, max_points = 0, capped_points = 0;
+    std::size_t capped_cases = 0, failed_cases = 0;
     for (const Case& c : suite_or_empty().cases) {
       max_points += c.points;
       cells[{c.slot, c.dtype}];
+#ifdef SCANGRADE_EMULATED
+      if (c.n > kEmulationMaxN) {  // out of every emulated total, whatever the slot did (make grade's rule)
+        ++capped_cases;
+        capped_points += c.points;
+      }
+#endif
     }
     for (const auto& [test, o] : g_outcome) {
-      if (o.status == Status::NotImplemented) continue;
+      if (o.status == Status::NotImplemented || g_not_linked.count(o.slot)) continue;  // said per slot below
       Cell& cell = cells[{o.slot, o.dtype}];
       ++cell.cases;  // the cases that ran or were skipped (--gtest_filter may leave some out)
       if (o.skipped) {
         ++cell.skipped;
-        ++skipped_cases;
-        skipped_points += o.points;
       } else if (o.status == Status::Pass) {
         ++cell.passed;
         points += o.points;
@@ -232,36 +264,30 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
 
     std::cout << "\nScanGrade summary: " << implementation().name << " on "
               << (kEmulated ? "the CPU emulation backend (emulated: no timings)" : device_description()) << "\n";
-    std::cout << std::left << std::setw(15) << "slot" << std::setw(32) << "int32" << "float32\n";
-    for (Slot slot : kAllSlots) {
-      std::cout << std::setw(15) << name(slot);
+    std::map<std::pair<Slot, DType>, std::string> text;
+    std::size_t int_width = 5;
+    for (Slot slot : kAllSlots)
       for (DType dtype : kAllDTypes) {
-        const auto it = cells.find({slot, dtype});
-        std::ostringstream cell;
-        if (it == cells.end()) {
-          cell << "no cases";
-        } else if (const auto nl = g_not_linked.find(slot); nl != g_not_linked.end()) {
-          cell << (nl->second.status == Status::CompileError ? "COMPILE ERROR" : "POLICY VIOLATION");
-        } else if (g_not_implemented[{slot, dtype}]) {
-          cell << "NOT IMPLEMENTED";
-        } else if (it->second.cases == 0) {
-          cell << "not run";
-        } else {
-          const Cell& c = it->second;
-          cell << c.passed << "/" << c.cases << " passed";
-          for (const auto& [status, count] : c.statuses) cell << ", " << count << " " << name(status);
-          if (c.skipped) cell << ", " << c.skipped << " skipped";
-        }
-        if (dtype == DType::Int32) std::cout << std::setw(30) << cell.str() << "  ";  // 2 spaces: cells never touch
-        else std::cout << cell.str();
+        text[{slot, dtype}] = cell_text(slot, dtype, cells);
+        if (dtype == DType::Int32) int_width = std::max(int_width, text[{slot, dtype}].size());
       }
-      std::cout << "\n";
+    std::size_t widest = 0;  // one row: slot, int32, two spaces, float32
+    for (Slot slot : kAllSlots) widest = std::max(widest, 15 + int_width + 2 + text[{slot, DType::Float32}].size());
+    if (widest <= kSummaryColumns) {
+      std::cout << std::left << std::setw(15) << "slot" << std::setw(int_width + 2) << "int32" << "float32\n";
+      for (Slot slot : kAllSlots)
+        std::cout << std::setw(15) << name(slot) << std::setw(int_width + 2) << text[{slot, DType::Int32}]
+                  << text[{slot, DType::Float32}] << "\n";
+    } else {  // a long cell: one line per type, so that no row passes 80 columns
+      for (Slot slot : kAllSlots)
+        std::cout << std::left << std::setw(15) << name(slot) << "int32    " << text[{slot, DType::Int32}] << "\n"
+                  << std::setw(15) << "" << "float32  " << text[{slot, DType::Float32}] << "\n";
     }
     // the same total as `make grade` on this backend: cases above the emulation cap are not in it
-    std::string score = "points: " + points_text(points) + " of " + points_text(max_points - skipped_points);
-    if (skipped_cases)
-      score += " (emulated: " + plural(skipped_cases, "case") + " above the emulation cap of 2^22 + 1 elements, " +
-               points_text(skipped_points) + " points, run on a GPU only: " + points_text(max_points) + " in all)";
+    std::string score = "points: " + points_text(points) + " of " + points_text(max_points - capped_points);
+    if (capped_cases)
+      score += " (emulated: " + plural(capped_cases, "case") + " above the emulation cap of 2^22 + 1 elements, " +
+               points_text(capped_points) + " points, run on a GPU only: " + points_text(max_points) + " in all)";
     std::cout << wrap(score, g_wrap, "  ");
     for (const auto& [slot, nl] : g_not_linked)
       std::cout << wrap(std::string(name(slot)) +
@@ -269,6 +295,21 @@ class TerminalPrinter : public ::testing::EmptyTestEventListener {
                                  ? ": compile error: " + nl.why
                                  : ": policy violation, 0 points (the grader does not link the file): " + nl.why),
                         g_wrap, "  ");
+    std::string not_written;  // where each slot still calls not_implemented(), when the slot said
+    for (const auto& [slot, at] : g_not_implemented_at)
+      if (!g_not_linked.count(slot)) not_written += std::string(not_written.empty() ? "" : ", ") + at;
+    if (!not_written.empty())
+      std::cout << wrap("not implemented yet: not_implemented() is called at " + not_written, g_wrap, "  ");
+    if (!g_not_linked.empty()) {
+      std::size_t compile_errors = 0;
+      for (const auto& [slot, nl] : g_not_linked) compile_errors += nl.status == Status::CompileError;
+      std::vector<std::string> said;
+      if (compile_errors) said.push_back(plural(compile_errors, "slot") + " did not compile");
+      if (g_not_linked.size() > compile_errors)
+        said.push_back(plural(g_not_linked.size() - compile_errors, "slot") + " broke a rule");
+      std::cout << said[0] << (said.size() > 1 ? " and " + said[1] : "")
+                << (g_not_linked.size() == 1 ? ": its cases did not run\n" : ": their cases did not run\n");
+    }
     if (failed_cases || unowned_failures_) {
       std::cout << plural(failed_cases + unowned_failures_, "case") << " did not pass";
       if (!first_failure_.empty()) std::cout << "; rerun the first failure of a slot with:";
@@ -319,7 +360,7 @@ std::vector<KernelParam> params_for(Slot slot) {
       params.push_back(p);
       return params;
     }
-    std::vector<DType> missing;  // dtypes with cases whose slot still throws NotImplemented
+    std::vector<DType> missing;  // dtypes with cases whose slot still throws NotImplemented (slot_is_implemented: where)
     for (DType dtype : kAllDTypes) {
       const bool implemented = slot_is_implemented(slot, dtype);
       for (const Case& c : suite().cases) {
@@ -339,7 +380,8 @@ std::vector<KernelParam> params_for(Slot slot) {
     for (DType dtype : missing) {
       const bool both = missing.size() == 2;
       KernelParam p{Case{}, both ? "not_implemented" : std::string(name(dtype)) + "_not_implemented",
-                    std::string(student_file(slot)) + (both ? "" : " (" + std::string(name(dtype)) + ")") +
+                    (g_not_implemented_at.count(slot) ? g_not_implemented_at[slot] : std::string(student_file(slot))) +
+                        (both ? "" : " (" + std::string(name(dtype)) + ")") +
                         " still calls not_implemented(): fill in the slot"};
       p.c.slot = slot;
       p.c.dtype = dtype;

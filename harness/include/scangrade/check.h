@@ -32,6 +32,7 @@ std::uint32_t to_bits(T value);
 template <typename T>
 struct RunRecord {
   bool not_implemented = false;
+  std::string not_implemented_at;  // "student/x.cu:N", the not_implemented() call's line ("" unknown)
   std::string error;               // exception text or CUDA error; non-empty means Crash
   bool context_broken = false;     // a sticky CUDA error: the process cannot run more cases
   std::string race;                // non-empty: results differ between thread orders (emulation)
