@@ -1,8 +1,11 @@
 """The instructor's files of a batch, beside the gradebook (batch.py calls these three hooks):
 
-  --roster FILE         DIR/lms/ (lms_export.py) from the LMS's roster (roster.py); batch.json "roster":
+  --roster FILE         DIR/lms/ (lms_export.py) from the LMS's roster (roster.py), its grades in the
+  [--assignment NAME]   roster's assignment column (the one NAME gives, else the only one; checked
+                        before anything is graded) scaled to its points possible; batch.json "roster":
                         the matching (unmatched submissions, students without a submission, conflicts),
-                        also listed on stderr and in report.html
+                        the roster names of matched submissions, the column and scale of each import
+                        file, also listed on stderr and in report.html
   (always)              DIR/class_summary.json: what the class got wrong (class_summary.py), in report.html
   --similarity          DIR/similarity.json: pairs of similar submissions (similarity.py), in report.html;
                         information only, no grade changes
@@ -19,7 +22,7 @@ from . import similarity as simmod
 from .class_summary import class_summary
 from .files import write_atomic
 from .gradebook import Student
-from .lms_export import write_lms_exports
+from .lms_export import check_columns, write_lms_exports
 from .roster import RosterError, match, read_roster
 
 log = logging.getLogger(__name__)
@@ -32,8 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--roster", type=Path, help="the LMS's roster export (Canvas gradebook export CSV, Moodle grading "
                                                "worksheet or grader report CSV, or a CSV with an id/email column): "
                                                "writes DIR/lms/ gradebooks that LMS imports")
-    g.add_argument("--assignment", default="ScanGrade", help="with --roster: the assignment column's name (Canvas "
-                                                             "creates an assignment of that name; default ScanGrade)")
+    g.add_argument("--assignment", help="with --roster: the roster's assignment column to fill, by its header "
+                                        "(\"Scan lab (20456)\") or its name (\"Scan lab\"); default: the roster's "
+                                        "only assignment column. A name the roster lacks adds a column (Canvas: a "
+                                        "new assignment), with a warning")
     g.add_argument("--lms-slot-columns", action="store_true", help="with --roster: one more Canvas column per slot")
     g.add_argument("--similarity", action="store_true", help="compare every pair of submissions' slot files: "
                                                              "DIR/similarity.json and a report section (no grade "
@@ -50,6 +55,7 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     if args.roster is not None:
         try:
             args.roster_doc = read_roster(args.roster)
+            check_columns(args.roster_doc, args.assignment, args.lms_slot_columns)
         except RosterError as exc:
             parser.error(f"--roster: {exc}")
 
@@ -58,7 +64,8 @@ def argv(args: argparse.Namespace) -> list[str]:
     """These flags on a command line again (batch.py's Slurm jobs run with the run's own settings)."""
     out = []
     if args.roster is not None:
-        out += ["--roster", str(args.roster.resolve()), "--assignment", args.assignment]
+        out += ["--roster", str(args.roster.resolve())]
+        out += ["--assignment", args.assignment] if args.assignment is not None else []
         out += ["--lms-slot-columns"] if args.lms_slot_columns else []
     if args.similarity:
         out += ["--similarity", "--similarity-threshold", f"{args.similarity_threshold:g}"]
@@ -74,8 +81,9 @@ def write_class_files(args: argparse.Namespace, students: list[Student], record:
     roster = getattr(args, "roster_doc", None)
     if roster is not None:
         m = match(roster, [st.entry for st in real])
-        paths = write_lms_exports(out, students, m, args.assignment, args.lms_slot_columns)
-        record["roster"] = dict(m.record(), files=[p.relative_to(out).as_posix() for p in paths])
+        lms = write_lms_exports(out, students, m, args.assignment, args.lms_slot_columns)
+        record["roster"] = dict(m.record(), files=[p.relative_to(out).as_posix() for p in lms.paths],
+                                columns=lms.columns, column_lines=lms.lines, column_warnings=lms.warnings)
         log.info("roster %s (%s): %d of %d student(s) matched a submission", roster.path.name, roster.kind,
                  len(m.matched), len(roster.students))
         for sid, why in sorted(m.unmatched.items()):
@@ -84,7 +92,11 @@ def write_class_files(args: argparse.Namespace, students: list[Student], record:
             log.info("CONFLICT %s: submissions %s (no grade exported)", c["roster_name"], " ".join(c["submissions"]))
         for w in record["roster"]["without_submission"]:
             log.info("NO SUBMISSION %s (%s)", w["roster_name"], w["roster_id"])
-        for p in paths:
+        for w in lms.warnings:
+            log.warning("%s", w)
+        for line in lms.lines:
+            log.info("%s", line)
+        for p in lms.paths:
             log.info("%s", p)
     if getattr(args, "similarity", False):
         sources = {}

@@ -3,12 +3,19 @@
 batch.py --roster FILE reads one of these (the kind is recognised from the header row):
 
   canvas            Canvas's gradebook export (Grades -> Export): `Student, ID, SIS User ID, SIS Login
-                    ID, Section, <assignments...>`, a "Points Possible" row under the header (skipped)
+                    ID, Section, <assignments...>`, a "Points Possible" row under the header (not a
+                    student: it gives each assignment column's points possible)
   moodle_worksheet  Moodle's assignment grading worksheet (Assignment -> Download grading worksheet):
-                    `Identifier` ("Participant 123456"), `Full name`, `Email address`, ...
+                    `Identifier` ("Participant 123456"), `Full name`, `Email address`, `Grade`,
+                    `Maximum Grade`, ...
   moodle_gradebook  Moodle's grader report export or participants download: `First name`, `Last name`
                     (or `Surname`), `ID number`, `Email address`, ...
   plain             any CSV with a column id, student_id, sid, username, login or email (name optional)
+
+Assignment columns (Roster.assignments, the columns lms_export.py can fill): Canvas's `Name (1234)`
+columns (the assignment's title and id; its points possible from the Points Possible row); a
+worksheet's `Grade` (points possible: `Maximum Grade`); a grader report's `Module: Name (Real)` columns
+(no points possible: the export has none); a plain roster has none.
 
 Matching is exact, never guessed. A submission's keys come from its entry name (scangrade/lms.py):
   1. the LMS's own number: Canvas `..._USERID_SUBMISSIONID_...` -> the roster's `ID`; Moodle
@@ -67,10 +74,26 @@ class RosterStudent:
 
 
 @dataclass
+class AssignmentColumn:
+    """A roster column holding one assignment's grades: its header as the LMS wrote it, the names
+    --assignment may give it (the header, the name without Canvas's " (id)" or Moodle's "Module: ...
+    (Real)"), and its points possible (None: the roster does not say)."""
+    header: str
+    names: tuple[str, ...]
+    points: float | None = None
+
+    @property
+    def name(self) -> str:
+        """The assignment's name without the LMS's decorations (the last of names)."""
+        return self.names[-1]
+
+
+@dataclass
 class Roster:
     kind: str
     path: Path
     students: list[RosterStudent]
+    assignments: list[AssignmentColumn] = field(default_factory=list)
 
 
 def _norm(text: str) -> str:
@@ -79,6 +102,39 @@ def _norm(text: str) -> str:
 
 def _header_map(header: list[str]) -> dict[str, int]:
     return {_norm(h.lstrip("\ufeff")): i for i, h in enumerate(header)}
+
+
+_CANVAS_ASSIGNMENT = re.compile(r"^(?P<name>.*\S)\s*\((?P<id>\d+)\)$")
+_MOODLE_ITEM = re.compile(r"^(?P<module>[^:]+):\s*(?P<name>.*?\S)\s*\((?P<display>[^()]+)\)$")
+
+
+def points_value(text: str) -> float | None:
+    """A points-possible cell as a number ("100.00" -> 100.0); None when it is none ("(read only)", "")."""
+    try:
+        v = float(text.strip())
+    except ValueError:
+        return None
+    return v if v == v and abs(v) != float("inf") else None
+
+
+def _canvas_assignments(header: list[str], rows: list[list[str]]) -> list[AssignmentColumn]:
+    possible = next((r for r in rows if r and _norm(r[0]) == "points possible"), [])
+    found = []
+    for i, h in enumerate(header):
+        m = _CANVAS_ASSIGNMENT.match(h.strip())
+        if m:
+            found.append(AssignmentColumn(h.strip(), (h.strip(), m["name"]),
+                                          points_value(possible[i]) if i < len(possible) else None))
+    return found
+
+
+def _moodle_items(header: list[str]) -> list[AssignmentColumn]:
+    found = []
+    for h in header:
+        m = _MOODLE_ITEM.match(h.strip())
+        if m:
+            found.append(AssignmentColumn(h.strip(), (h.strip(), f"{m['module'].strip()}: {m['name']}", m["name"])))
+    return found
 
 
 def read_roster(path: Path) -> Roster:
@@ -113,6 +169,7 @@ def read_roster(path: Path) -> Roster:
                 continue
             students.append(RosterStudent(name, uid, get(row, "sis user id"), get(row, "sis login id"),
                                           section=get(row, "section"), row=dict(zip(rows[0], row))))
+        assignments = _canvas_assignments(rows[0], rows[1:])
     elif "identifier" in cols and "full name" in cols:
         kind = "moodle_worksheet"
         for row in rows[1:]:
@@ -122,6 +179,8 @@ def read_roster(path: Path) -> Roster:
                 continue
             students.append(RosterStudent(get(row, "full name"), m[1], email=get(row, "email address"),
                                           ids=[v for v in [get(row, "id number")] if v], row=dict(zip(rows[0], row))))
+        maxima = [points_value(get(row, "maximum grade")) for row in rows[1:]]
+        assignments = [AssignmentColumn("Grade", ("Grade",), next((v for v in maxima if v is not None), None))]
     elif "first name" in cols and ({"last name", "surname"} & cols.keys()):
         kind = "moodle_gradebook"
         for row in rows[1:]:
@@ -129,17 +188,19 @@ def read_roster(path: Path) -> Roster:
             students.append(RosterStudent(name, email=get(row, "email address", "email"),
                                           ids=[v for v in [get(row, "id number"), get(row, "username")] if v],
                                           row=dict(zip(rows[0], row))))
+        assignments = _moodle_items(rows[0])
     elif set(PLAIN_ID_COLUMNS) & cols.keys():
         kind = "plain"
         for row in rows[1:]:
             ids = [get(row, c) for c in PLAIN_ID_COLUMNS if c != "email" and get(row, c)]
             students.append(RosterStudent(get(row, "name", "full name", "student"), email=get(row, "email"),
                                           section=get(row, "section"), ids=ids, row=dict(zip(rows[0], row))))
+        assignments = []
     else:
         raise RosterError(f"{path}: the header ({', '.join(rows[0][:8])}) is not a Canvas gradebook export, a "
                           f"Moodle grading worksheet or grader report, or a CSV with one of the columns "
                           f"{', '.join(PLAIN_ID_COLUMNS)}")
-    return Roster(kind, path, students)
+    return Roster(kind, path, students, assignments)
 
 
 def entry_lms_ids(raw_name: str) -> dict[str, str]:
@@ -182,6 +243,7 @@ class Match:
         st = self.roster.students
         return {"roster": str(self.roster.path), "kind": self.roster.kind, "students": len(st),
                 "matched": len(self.matched),
+                "names": {sid: st[i].name for sid, i in sorted(self.matched.items()) if st[i].name},
                 "unmatched_submissions": [{"student_id": k, "why": v} for k, v in sorted(self.unmatched.items())],
                 "conflicts": [{"roster_name": st[i].name, "roster_id": st[i].lms_user_id or st[i].sis_user_id,
                                "submissions": ids} for i, ids in sorted(self.conflicts.items())],

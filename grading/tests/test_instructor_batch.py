@@ -1,6 +1,7 @@
 """One real batch on the emulate backend with the instructor's files: four gallery entries named as
 Canvas downloads them, a Canvas roster, --similarity with a planted copy; the LMS file agrees with the
-gradebook, the class summary names the hint the judge gave, the report has every section."""
+gradebook (scaled to the roster column's points possible), the class summary names the hint the judge
+gave, the report has every section."""
 
 from __future__ import annotations
 
@@ -45,9 +46,12 @@ def test_real_batch_with_roster_and_similarity(tmp_path):
     with open(out / "lms" / "canvas.csv", newline="") as f:
         rows = list(csv.reader(f))
     by_id = {row[1]: row for row in rows[2:]}
-    assert float(by_id["1001"][5]) == pytest.approx(float(book["doejane_1001"]["total"]))
-    assert float(by_id["12345"][5]) == pytest.approx(float(book["smithjohn_12345"]["total"]))
-    assert float(rows[1][5]) == float(book["doejane_1001"]["max_total"])
+    possible = float(book["doejane_1001"]["max_total"])
+    assert rows[0][5] == "Scan lab (20456)" and rows[1][5] == "100"     # the roster's column and its points
+    for uid, sid in (("1001", "doejane_1001"), ("12345", "smithjohn_12345")):
+        assert float(by_id[uid][5]) == pytest.approx(round(float(book[sid]["total"]) * 100 / possible, 2))
+    assert f"batch: canvas.csv: column 'Scan lab (20456)', scores scaled to 100 points (raw out of " \
+           f"{possible:g})" in r.stderr
     summary = json.loads((out / "class_summary.json").read_text())
     hier = next(s for s in summary["slots"] if s["slot"] == "hierarchical")
     hint = next(h for h in hier["hints"] if "EXCLUSIVE scan" in h["hint"])
