@@ -49,7 +49,8 @@ compile, judge, exports), and the batch writes:
   DIR/students/<id>/     results.json (the judge's), build.json, the exports, feedback.html (the page the
                          student reads), judge.log, stamp.json
   DIR/gradebook.csv      one row per entry, sorted by id (columns below)
-  DIR/report.html        self-contained: score histogram, pass rate per case, perf ratios, submissions
+  DIR/report.html        self-contained: the score distribution, the submissions (sortable), what the
+                         class got wrong, then scores per slot, pass rate per case, perf ratios
   DIR/batch.json         the batch's record: settings, per-student phases and outcome, phase totals
   DIR/batch.log          one JSON line per finished student, appended as they finish
 

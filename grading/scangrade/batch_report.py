@@ -1,15 +1,25 @@
 """The batch report (report.html) written by grading/batch.py: one self-contained HTML file.
 
-Sections: summary (counts, mean/median score, flags), what the class got wrong (class_summary.py:
+In the order an instructor asks: a header (the class in one line: submissions, backend, suites, date;
+the counts, mean/median score and flags; the score distribution, a histogram; with --roster the import
+files and the column and scale each fills), all on a 1200x800 screen; the table of submissions (each
+student's roster name when matched, else the id, linked to their feedback page (feedback.html,
+scangrade/feedback.py; results.json when there is none), the id under the name; total, percent,
+per-slot points, status and flags, raw name, the files: results.json, build.json, judge.log and the
+exports), sortable by a click on a column's header; what the class got wrong (class_summary.py:
 statuses and hints per slot by how many students they hit, each student linked, one example message;
-the × reference spread, slowest and fastest correct implementations), the roster's matching (with
---roster), similar submissions (with --similarity: similarity.py), score histogram, pass rate per case (a bar chart
-per slot and a table), performance ratio distribution per slot (× reference: reference time / student
-time, the geometric mean over the slot's perf cases), where the time went (phases), and the table of
-submissions: each student's id links to their feedback page (feedback.html, scangrade/feedback.py;
-results.json when there is none), the files column to it, results.json, build.json, judge.log and the
-exports. Plots are inline SVG; there is no script, no stylesheet and no image outside the file. The
-markup is the Jinja2 template templates/report.html.j2; this module computes what it shows.
+the × reference spread, slowest and fastest correct implementations); then the details: scores per
+slot (a strip plot: one dot per submission, the quartiles as a box), pass rate per case (a bar chart
+per slot and a table), the roster's matching (with --roster), similar submissions (with --similarity:
+similarity.py), performance (a strip plot per slot of the × reference ratios: reference time /
+student time, the geometric mean over the slot's perf cases, on a log scale) and where the time went
+(phases). Wherever a student appears, a submission matched to a roster row shows the roster's name,
+its id as secondary text or tooltip.
+
+Plots are inline SVG made here (geometry) and in the template (markup); the one script is the table's
+sort, inline, and without it the table reads the same in the gradebook's order; no stylesheet or
+image outside the file. The markup is the Jinja2 template templates/report.html.j2 (autoescaped);
+this module computes what it shows.
 
     PYTHONPATH=grading python3 -m scangrade.batch_report DIR   re-renders DIR/report.html from
                                       DIR/batch.json and the students' results.json (e.g. after
@@ -20,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -33,14 +44,13 @@ from .feedback import FILE_NAME as FEEDBACK_PAGE
 from .files import write_atomic
 from .gradebook import Student, gradebook_rows
 from .lms import Entry
-from .results import printable
+from .results import fmt_points, printable
 from .vocab import SLOTS
 
 COLORS = {"hillis_steele": "#4e79a7", "blelloch": "#f28e2b", "hierarchical": "#59a14f", "single_pass": "#b07aa1"}
 FLAG_COLORS = {"layout_error": "#8c564b", "compile_error": "#8c564b", "policy_violation": "#e15759",
                "internal_error": "#d62728", "not_implemented": "#7f7f7f"}
-PERF_BINS = [(0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 0.9), (0.9, 1.1), (1.1, 1.5), (1.5, 2.0),
-             (2.0, float("inf"))]
+NAMES_IN_TOOLTIP = 12
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("scangrade", "templates"), autoescape=True,
                           undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
@@ -85,24 +95,117 @@ def bar_chart(bars: list[tuple[str, float, str]], *, svg_id: str, y_max: float, 
             "y_label": y_label, "mid_y": f"{top + plot_h / 2:.1f}"}
 
 
-def score_histogram(percents: list[float]) -> dict:
-    counts = [0] * 10
-    for p in percents:
-        counts[min(9, max(0, int(p // 10)))] += 1
-    bars = [(f"{10 * i}–{10 * i + 10}", c, f"{c} submission(s) scored {10 * i}% to "
-             f"{10 * i + 10}%{'' if i == 9 else ' (exclusive)'}") for i, c in enumerate(counts)]
-    return bar_chart(bars, svg_id="score-histogram", y_max=count_axis(counts), y_label="submissions",
-                     x_label="score (% of the maximum)", value_labels=True)
+def score_histogram(scored: list[tuple[float, str]]) -> dict:
+    """scored: (percent, who) per graded submission; 10 bars of 10 points, each bar's tooltip naming
+    its students (at most NAMES_IN_TOOLTIP)."""
+    bins: list[list[str]] = [[] for _ in range(10)]
+    for p, who in scored:
+        bins[min(9, max(0, int(p // 10)))].append(who)
+    bars = []
+    for i, names in enumerate(bins):
+        more = f", {len(names) - NAMES_IN_TOOLTIP} more" if len(names) > NAMES_IN_TOOLTIP else ""
+        listed = f": {'; '.join(sorted(names)[:NAMES_IN_TOOLTIP])}{more}" if names else ""
+        bars.append((f"{10 * i}–{10 * i + 10}", len(names), f"{len(names)} submission(s) scored {10 * i}% to "
+                     f"{10 * i + 10}%{'' if i == 9 else ' (exclusive)'}{listed}"))
+    return bar_chart(bars, svg_id="score-histogram", y_max=count_axis([len(b) for b in bins]), y_label="submissions",
+                     x_label="score (% of the maximum)", value_labels=True, width=600, height=190)
 
 
-def perf_histogram(slot: str, ratios: list[float]) -> dict:
-    counts = [sum(1 for r in ratios if lo <= r < hi) for lo, hi in PERF_BINS]
-    labels = [f"<{PERF_BINS[0][1]}" if i == 0 else (f"≥{lo:g}" if hi == float("inf") else f"{lo:g}–{hi:g}")
-              for i, (lo, hi) in enumerate(PERF_BINS)]
-    bars = [(lab, c, f"{c} submission(s) at {lab} × the reference's speed") for lab, c in zip(labels, counts)]
-    return bar_chart(bars, svg_id=f"perf-{slot}", y_max=count_axis(counts), y_label="submissions",
-                     color=COLORS.get(slot, "#4e79a7"), width=520, height=220, value_labels=True,
-                     x_label="× reference speed (reference time / student time)")
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
+def strip_plot(rows: list[dict], *, svg_id: str, ticks: list[tuple[float, str]], lo: float, hi: float,
+               log: bool = False, x_label: str = "", marks: list[tuple[float, str]] = (), width: int = 640,
+               row_h: int = 40) -> dict:
+    """The geometry of a strip plot for the template's strip_plot macro: one row per rows entry
+    ({label, id, color, points: [(value, tooltip)]}), a dot per point (equal values stacked), the
+    quartiles as a box with the median, a line from min to max; x from lo to hi (log: a log scale)."""
+    left, right, top, bottom = 104, 14, 20, 44
+    plot_w = width - left - right
+
+    def x_of(v: float) -> float:
+        v = min(hi, max(lo, v))
+        f = (math.log(v / lo) / math.log(hi / lo)) if log else (v - lo) / (hi - lo)
+        return left + plot_w * f
+
+    out_rows = []
+    for k, r in enumerate(rows):
+        cy = top + row_h * k + row_h / 2
+        values = sorted(v for v, _ in r["points"])
+        groups: dict[int, list[tuple[float, str]]] = {}
+        for v, tip in sorted(r["points"], key=lambda p: p[0]):
+            groups.setdefault(round(x_of(v) / 6), []).append((v, tip))
+        dots = []
+        for members in groups.values():
+            step = min(7.0, (row_h - 10) / max(1, len(members)))
+            for j, (v, tip) in enumerate(members):
+                dots.append({"x": f"{x_of(v):.1f}", "y": f"{cy + (j - (len(members) - 1) / 2) * step:.1f}",
+                             "title": tip})
+        box = None
+        if values:
+            q1, med, q3 = quartiles(values)
+            box = {"x": f"{x_of(q1):.1f}", "w": f"{max(1.0, x_of(q3) - x_of(q1)):.1f}", "y": f"{cy - 9:.1f}",
+                   "y2": f"{cy + 9:.1f}",
+                   "med_x": f"{x_of(med):.1f}", "min_x": f"{x_of(values[0]):.1f}", "max_x": f"{x_of(values[-1]):.1f}",
+                   "title": f"{r['label']}: {len(values)} submission(s), min {values[0]:.3g}, quartiles {q1:.3g}, "
+                            f"median {med:.3g}, {q3:.3g}, max {values[-1]:.3g}"}
+        out_rows.append({"id": r["id"], "label": r["label"], "color": r["color"], "y": f"{cy:.1f}",
+                         "label_y": f"{cy + 4:.1f}", "top": f"{cy - row_h / 2:.1f}", "dots": dots, "box": box})
+    base_y = top + row_h * len(rows)
+    height = base_y + bottom
+    return {"id": svg_id, "width": width, "height": height, "left": left, "right_x": left + plot_w, "top": top,
+            "base_y": base_y, "rows": out_rows, "label_x": left - 6,
+            "ticks": [{"x": f"{x_of(v):.1f}", "label": t} for v, t in ticks],
+            "tick_y": base_y + 14, "mark_y": top - 6, "marks": [{"x": f"{x_of(v):.1f}", "label": t} for v, t in marks],
+            "x_label": x_label, "x_label_x": f"{left + plot_w / 2:.1f}", "x_label_y": height - 8}
+
+
+def slot_score_plot(graded: list[Student], name_of) -> dict | None:
+    """Per slot, each graded submission's slot points (+ performance points) as % of the slot's maximum."""
+    rows = []
+    for slot in SLOTS:
+        points = []
+        for st in graded:
+            v = st.results["slots"].get(slot)
+            top = (v["max_points"] + v.get("perf_max_points", 0)) if v else 0
+            if top:
+                got = v["points"] + v.get("perf_points", 0)
+                pct = 100 * got / top
+                points.append((pct, f"{name_of(st)}: {got:.4g} of {top:.4g} points ({pct:.0f}%)"))
+        if points:
+            rows.append({"label": slot, "id": f"slot-score-{slot}", "color": COLORS[slot], "points": points})
+    if not rows:
+        return None
+    return strip_plot(rows, svg_id="slot-scores", lo=0, hi=100, ticks=[(v, f"{v}%") for v in range(0, 101, 20)],
+                      x_label="slot points (+ performance points), % of the slot's maximum")
+
+
+def perf_plot(graded: list[Student], slots: list[str], name_of) -> dict | None:
+    """Per slot, each timed submission's × reference ratio on a log scale (1: the reference's speed)."""
+    rows = []
+    for slot in slots:
+        points = [(st.results["slots"][slot]["perf_ratio"],
+                   f"{name_of(st)}: {st.results['slots'][slot]['perf_ratio']:.3g}× the reference's speed")
+                  for st in graded if st.results["slots"].get(slot, {}).get("perf_ratio") is not None]
+        if points:
+            rows.append({"label": slot, "id": f"perf-{slot}", "color": COLORS.get(slot, "#4e79a7"), "points": points})
+    if not rows:
+        return None
+    values = [v for r in rows for v, _ in r["points"] if v > 0]
+    lo = 2.0 ** min(-3, math.floor(math.log2(min(values)))) if values else 0.125
+    hi = 2.0 ** max(2, math.ceil(math.log2(max(values)))) if values else 4.0
+    ticks = []
+    e = round(math.log2(lo))
+    while 2.0 ** e <= hi * 1.0001:
+        ticks.append((2.0 ** e, f"{2.0 ** e:g}"))
+        e += 1
+    return strip_plot(rows, svg_id="perf-spread", lo=lo, hi=hi, log=True, ticks=ticks,
+                      marks=[(1.0, "reference"), (0.25, "no points")],
+                      x_label="× reference speed (reference time / student time), log scale")
 
 
 def case_stats(results: list[dict]) -> list[dict]:
@@ -124,9 +227,15 @@ def case_stats(results: list[dict]) -> list[dict]:
 
 def render_report(students: list[Student], record: dict, columns: list[str], rows: list[dict]) -> str:
     """students: the batch's Student records; record: batch.json's content; columns/rows: the gradebook's."""
+    names: dict[str, str] = (record.get("roster") or {}).get("names") or {}
+
+    def name_of(st: Student) -> str:
+        return names.get(st.entry.student_id) or st.entry.student_id
+
     graded = [st for st in students if st.results is not None and st.outcome == "graded"]
-    percents = [100 * st.results["score"]["total"] / st.results["score"]["max_total"]
-                for st in graded if st.results["score"]["max_total"]]
+    scored = [(100 * st.results["score"]["total"] / st.results["score"]["max_total"], name_of(st))
+              for st in graded if st.results["score"]["max_total"]]
+    percents = [p for p, _ in scored]
     by_id = {st.entry.student_id: st for st in students}
     flag_counts: dict[str, int] = {}
     for st in students:
@@ -149,18 +258,20 @@ def render_report(students: list[Student], record: dict, columns: list[str], row
                       others=", ".join(f"{v} {k}" for k, v in sorted(s["statuses"].items()) if k != "pass"))
                  for s in stats]
 
+    perf_slots = [s for s in SLOTS if any(st.results["slots"].get(s, {}).get("perf_max_points", 0) for st in graded)]
     perf = []
-    for slot in [s for s in SLOTS if any(st.results["slots"].get(s, {}).get("perf_max_points", 0) for st in graded)]:
+    for slot in perf_slots:
         ratios = [st.results["slots"][slot]["perf_ratio"] for st in graded
                   if st.results["slots"].get(slot, {}).get("perf_ratio") is not None]
         if not ratios:
             why = "emulated runs are not timed" if record.get("backend") == "emulate" else \
                 "no submission passed every case of this slot (only those are timed)"
-            perf.append({"slot": slot, "chart": None, "why": why})
+            perf.append({"slot": slot, "count": 0, "why": why})
         else:
-            perf.append({"slot": slot, "chart": perf_histogram(slot, ratios), "count": len(ratios),
-                         "median": statistics.median(ratios)})
+            perf.append({"slot": slot, "count": len(ratios), "median": statistics.median(ratios)})
 
+    slot_max = {s: max((st.results["slots"][s]["max_points"] + st.results["slots"][s].get("perf_max_points", 0)
+                        for st in graded if s in st.results["slots"]), default=0) for s in SLOTS}
     submission_rows = []
     for row in rows:
         st = by_id[row["student_id"]]
@@ -168,12 +279,19 @@ def render_report(students: list[Student], record: dict, columns: list[str], row
         files = [(name, base + quote(name))
                  for name in [FEEDBACK_PAGE, "results.json", "build.json", "judge.log", *FILE_NAMES.values()]
                  if (st.out / name).is_file()]
+        slot_cells = []
+        for s in SLOTS:
+            v = st.results["slots"].get(s) if st.results is not None else None
+            slot_cells.append({"points": str(row[s]),
+                               "perf": fmt_points(round(v["perf_points"], 3)) if v and v.get("perf_max_points") else "",
+                               "sort": f"{v['points'] + v.get('perf_points', 0):.6g}" if v else ""})
         submission_rows.append({
-            "id": st.entry.student_id, "raw_name": printable(st.entry.raw_name), "outcome": st.outcome,
-            "reused": st.reused, "error": printable(st.error), "percent": row["percent"], "flags": st.flags, "files": files,
+            "id": st.entry.student_id, "name": names.get(st.entry.student_id, ""),
+            "raw_name": printable(st.entry.raw_name), "outcome": st.outcome, "reused": st.reused,
+            "error": printable(st.error), "percent": row["percent"], "flags": st.flags, "files": files,
             "link": files[0][1] if files and files[0][0] in (FEEDBACK_PAGE, "results.json") else "",
-            "total": f"{row['total']}/{row['max_total']}" if row["total"] != "" else "—",
-            "slots": [str(row[s]) for s in SLOTS]})
+            "total": f"{row['total']}/{row['max_total']}" if row["total"] != "" else "—", "total_sort": row["total"],
+            "status_sort": " ".join([st.outcome, *st.flags]), "slots": slot_cells})
 
     shown = dict({"backend": None, "gpus": [], "started_at": "", "wall_s": 0, "max_n": None, "threshold": None},
                  **record)
@@ -184,11 +302,11 @@ def render_report(students: list[Student], record: dict, columns: list[str], row
         median=statistics.median(percents) if percents else 0,
         full_marks=sum(p >= 100 - 1e-9 for p in percents),
         meets=sum(1 for r in rows if r.get("meets_threshold") == "yes"),
-        flag_counts=flag_counts, flag_colors=FLAG_COLORS, score_chart=score_histogram(percents),
-        pass_charts=pass_charts, case_rows=case_rows, perf=perf, phase_totals=record.get("phase_totals") or {},
-        submission_columns=["student", "raw name", "outcome", "total", "%", *SLOTS, "flags", "files"],
-        submission_rows=submission_rows, summary=class_summary(students), roster=record.get("roster"),
-        similarity=record.get("similarity"))
+        flag_counts=flag_counts, flag_colors=FLAG_COLORS, score_chart=score_histogram(scored),
+        slot_chart=slot_score_plot(graded, name_of), pass_charts=pass_charts, case_rows=case_rows, perf=perf,
+        perf_chart=perf_plot(graded, perf_slots, name_of), phase_totals=record.get("phase_totals") or {},
+        slots=SLOTS, slot_max=slot_max, submission_rows=submission_rows, summary=class_summary(students),
+        roster=record.get("roster"), names=names, similarity=record.get("similarity"))
 
 
 def main(argv: list[str] | None = None) -> int:

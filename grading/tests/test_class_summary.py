@@ -1,6 +1,7 @@
 """What the class got wrong (scangrade/class_summary.py): statuses and hints per slot by how many
 students they hit, each student linked, one example; the perf spread; its report.html section, and a
-report that fits a phone (responsive CSS)."""
+report that fits a phone (responsive CSS); report.html's order (the score distribution and the sortable
+table first), its inline SVG plots and the roster's names wherever a student appears."""
 
 from __future__ import annotations
 
@@ -105,10 +106,91 @@ def test_report_section_and_phone_layout(tmp_path):
     assert 'href="students/ann/feedback.html"' in text and "the scan restarts from zero at index N" in text
     assert "slowest: " in text and "fastest: " in text
     assert '<meta name="viewport" content="width=device-width' in text
-    assert "@media (max-width: 760px)" in text and 'class="subs cards"' in text and 'data-label="student"' in text
+    assert "@media (max-width: 760px)" in text and 'class="subs cards sortable"' in text
+    assert 'data-label="student"' in text
     # seen in Chromium (grading/docs/screenshots): the per-case table scrolls sideways in its box on a phone
     # instead of breaking ids letter by letter (20,000 px tall at 390 px); at 1,200 px the submissions table
     # fits without squeezing raw names or breaking file names (column names break after an underscore)
     assert '<table class="cases">' in text and "table.cases td { white-space: nowrap;" in text
     assert 'class="files"' in text and "table.subs td.files a { display: inline-block; white-space: nowrap;" in text
-    assert "<th>hillis_<wbr>steele</th>" in text and "table.subs td.rawname { min-width: 12em; max-width: 18em; }" in text
+    assert "<th>hillis_<wbr>steele<span" in text
+    assert "table.subs td.rawname { min-width: 12em; max-width: 18em; }" in text
+    # the header's two columns (the counts, the histogram) stack on a phone: a flex item may shrink below
+    # its SVG's width (seen in Chromium at 390 px: the page was 795 px wide); section links wrap
+    assert ".top > div { min-width: 0; max-width: 100%; }" in text and "</a> · <a" in text
+
+
+ROSTER = {"roster": "/x/canvas.csv", "kind": "canvas", "students": 5, "matched": 3,
+          "names": {"ann": "Smith, Ann", "bo": "Lee, <b>Bo</b>", "cy": "O'Neil, Cy"},
+          "files": ["lms/grades.csv", "lms/canvas.csv"],
+          "column_lines": ["canvas.csv: column 'Scan lab (20456)', scores scaled to 100 points (raw out of 16)"],
+          "column_warnings": [], "unmatched_submissions": [], "conflicts": [], "without_submission": []}
+SIMILAR = {"file": "similarity.json", "threshold": 0.5, "pairs_above_threshold": 1,
+           "pairs": [{"a": "ann", "b": "dee", "score": 0.9, "slots": []}]}
+
+
+def rendered(tmp_path, record: dict) -> str:
+    students = make_class(tmp_path)
+    columns, rows = gradebook.gradebook_rows(students, tmp_path, None)
+    path = tmp_path / "report.html"
+    path.write_text(render_report(students, dict({"backend": "gpu", "suites": ["public.json"]}, **record), columns,
+                                  rows))
+    check_report(path)
+    return path.read_text()
+
+
+def test_report_opens_with_the_distribution_then_the_table(tmp_path):
+    text = rendered(tmp_path, {"roster": ROSTER, "similarity": SIMILAR, "phase_totals": {"compile": {"sum_s": 1,
+                                                                                                      "wall_s": 1}}})
+    order = ["<h1>", 'id="summary"', 'id="score-histogram"', "canvas.csv: column &#39;Scan lab (20456)&#39;",
+             '<h2 id="submissions">Submissions</h2>', '<h2 id="class-got-wrong">What the class got wrong</h2>',
+             '<h2 id="scores-per-slot">Scores per slot</h2>', '<h2 id="pass-rate">Pass rate per case</h2>',
+             '<h2 id="roster">Roster</h2>', '<h2 id="similar">Similar submissions</h2>',
+             '<h2 id="performance">Performance (× reference)</h2>', '<h2 id="time">Where the time went</h2>']
+    at = [text.index(marker) for marker in order]
+    assert at == sorted(at), [m for m, i in zip(order, at)]
+    # the header is short: the table starts within the first 40 lines of markup after <body>
+    body = text[text.index("<body>"):]
+    assert body[:body.index('<h2 id="submissions">')].count("\n") < 40
+    assert '<nav><a href="#submissions">Submissions</a> · <a href="#class-got-wrong">' in text
+
+
+def test_report_plots_are_inline_svg(tmp_path):
+    text = rendered(tmp_path, {})
+    p = check_report(tmp_path / "report.html")
+    assert {"score-histogram", "slot-scores", "perf-spread", "perf-single_pass"} <= set(p.ids)
+    assert {f"slot-score-{s}" for s in fixtures.SLOTS} <= set(p.ids)
+    assert text.count("<circle ") == 4 * 4 + 4         # a dot per student and slot, and per timed student
+    assert "reference</text>" in text and "no points</text>" in text          # the marks at 1 and 0.25
+    assert "<script src" not in text and "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    # the histogram's bars name their students
+    assert "2 submission(s) scored 90% to 100%: ann; dee</title>" in text
+
+
+def test_report_table_sorts_and_reads_without_script(tmp_path):
+    text = rendered(tmp_path, {})
+    assert text.count("<script>") == 1 and 'document.querySelectorAll("table.sortable")' in text
+    table = text[text.index('<table class="subs cards sortable">'):]
+    table = table[:table.index("</table>")]
+    # without the script: a plain table in the gradebook's order, each sortable cell with its key
+    assert "<thead>" in table and "<tbody>" in table and "<button" not in table
+    assert [table.index(f'data-sort="{sid}"') for sid in ("ann", "bo", "cy", "dee")] == \
+        sorted(table.index(f'data-sort="{sid}"') for sid in ("ann", "bo", "cy", "dee"))
+    assert '<td class=num data-label="total" data-sort="' in table and 'data-label="single_pass" data-sort="' in table
+    assert 'data-label="status" data-sort="graded fail"' in table
+
+
+def test_report_shows_roster_names_everywhere(tmp_path):
+    text = rendered(tmp_path, {"roster": ROSTER, "similarity": SIMILAR})
+    # the table: the name linked, the submission's id under it; no roster row: the id alone
+    assert '<a href="students/ann/feedback.html">Smith, Ann</a><div class="sid">ann</div>' in text
+    assert '<a href="students/dee/feedback.html">dee</a></td>' in text
+    # what the class got wrong: the name, the id as its tooltip; the example names the student too
+    assert '<a href="students/ann/feedback.html" title="ann">Smith, Ann</a>' in text
+    assert '<a href="students/bo/results.json" title="bo">Lee, &lt;b&gt;Bo&lt;/b&gt;</a>' in text
+    assert "example (Smith, Ann, hierarchical." in text
+    # slowest and fastest, the similar pair, the plots' tooltips
+    assert 'title="cy">O&#39;Neil, Cy</a> 0.80×' in text
+    assert '<span title="ann">Smith, Ann</span> <span class="sid">ann</span> ↔ dee:' in text
+    assert "<title>Smith, Ann: 1.1× the reference&#39;s speed</title>" in text
+    assert "<b>Bo</b>" not in text                                             # escaped everywhere

@@ -1,7 +1,7 @@
 """One real batch on the emulate backend with the instructor's files: four gallery entries named as
 Canvas downloads them, a Canvas roster, --similarity with a planted copy; the LMS file agrees with the
 gradebook (scaled to the roster column's points possible), the class summary names the hint the judge
-gave, the report has every section."""
+gave, the report has every section in its order and the roster's names."""
 
 from __future__ import annotations
 
@@ -64,5 +64,10 @@ def test_real_batch_with_roster_and_similarity(tmp_path):
     p = check_report(out / "report.html")
     assert "students/smithjohn_12345/feedback.html" in p.links
     text = (out / "report.html").read_text()
-    for heading in ("What the class got wrong", "Roster", "Similar submissions", "Submissions"):
-        assert f"<h2>{heading}</h2>" in text
+    headings = ["Submissions", "What the class got wrong", "Roster", "Similar submissions"]
+    at = [text.index(f">{heading}</h2>") for heading in headings]
+    assert at == sorted(at) and text.index('id="score-histogram"') < at[0]
+    # roster names: the table, who got the hint wrong, the planted pair (its unmatched half by id)
+    assert '">Smith, John</a><div class="sid">smithjohn_12345</div>' in text
+    assert ' title="smithjohn_12345">Smith, John</a>' in text
+    assert '<span title="smithjohn_12345">Smith, John</span> <span class="sid">smithjohn_12345</span>' in text

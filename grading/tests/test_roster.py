@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 import fixtures
 from conftest import TESTS
@@ -329,6 +330,10 @@ def test_batch_with_a_canvas_roster(tmp_path, fake_env):
     assert record["roster"]["names"] == {"doejane_1001": "Doe, Jane"} and record["roster"]["column_lines"] == [line]
     text = (out / "report.html").read_text()
     assert "Submissions matched to nobody (1)" in text and "Students without a submission (3)" in text
+    assert escape(line) in text                                  # as Jinja writes it
+    # the matched submission shows the roster's name, its id under it; the unmatched one its id
+    assert '<a href="students/doejane_1001/' in text and '">Doe, Jane</a><div class="sid">doejane_1001</div>' in text
+    assert '">nobody_4242</a></td>' in text
     # a roster that is not one stops the batch before anything is graded
     bad = tmp_path / "bad.csv"
     bad.write_text("x,y\n")
@@ -353,6 +358,7 @@ def test_batch_refuses_an_ambiguous_assignment_before_grading(tmp_path, fake_env
            "'Homework 1 (20431)', 'Scan lab (20456)')" in r.stderr
     assert "batch: canvas.csv: new column 'Scan lab v2', raw points out of 8" in r.stderr
     assert read_csv(tmp_path / "out" / "lms" / "canvas.csv")[0][5] == "Scan lab v2"
+    assert "warning: --assignment &#39;Scan lab v2&#39; is no column" in (tmp_path / "out" / "report.html").read_text()
 
 
 def test_slurm_jobs_get_the_assignment_only_when_given():
