@@ -91,8 +91,7 @@ ALLOW: list[tuple[str, str]] = [
     ("grading/worker/policy_*", "make grade: the run-time policy monitor"),
     ("grading/scangrade/*.py", "make grade: the grader's Python (layout, build, judge, exports, feedback.html)"),
     ("grading/scangrade/platforms/*.py", "make grade: the exporters' platform formats"),
-    ("grading/scangrade/templates/feedback.html.j2", "make grade: feedback.html"),
-    ("requirements.txt", "make grade: Jinja2 for feedback.html (grade.py names this file when it is missing)"),
+    ("requirements.txt", "the grader's Python packages for batch grading (make grade and feedback.html need none)"),
     ("tools/grader_package.py", "lets student_test.py and submit.py import the grader's package (grading/scangrade)"),
 ]
 # grading/scangrade modules make grade never imports (a class, a cluster, repositories, the gallery)

@@ -9,33 +9,29 @@ log when the slot did not compile, the other cases that did not pass, and the ti
 (median ms, GB/s, × reference, × CUB); then the build's warnings and what the program printed.
 
 A case that is not `visible` shows neither its input nor its message: it reads "hidden test", as in
-the PrairieLearn and Autolab exports (--instructor shows everything). Every string from results.json
-is escaped (Jinja2 autoescape): messages and logs hold what the student's code and compiler printed.
-No script, no stylesheet, font or image from elsewhere; one column on a phone.
+the PrairieLearn and Autolab exports (--instructor shows everything). This module computes what the
+page shows (page_model); feedback_page.py is its markup, on the standard library alone (no Jinja2:
+`make grade` writes the page where nothing can be installed), and escapes every string from
+results.json: messages and logs hold what the student's code and compiler printed. No script, no
+stylesheet, font or image from elsewhere; one column on a phone.
 
     PYTHONPATH=grading python3 -m scangrade.feedback results.json -o feedback.html [--instructor]
-
-Jinja2 (requirements.txt) is imported only to render a page: grade.py, the exporters and the platform
-entrypoints still run on the standard library, and where Jinja2 is missing grade.py writes no page
-and says so.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .feedback_page import render
 from .feedback_text import EMULATED, STATUS_TEXT, Line, case_feedback, feedback_text
 from .results import add_results_arguments, case_title, fmt_points, is_hidden, printable_doc, results_from_args, slot_cases
 from .vocab import SLOT_FILES, slot_verdict
 
 FILE_NAME = "feedback.html"
-TEMPLATE = Path(__file__).resolve().parent / "templates" / "feedback.html.j2"
 WHOLE_SLOT = ("compile_error", "not_implemented", "policy_violation")   # one case says it for every case of the slot
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -129,7 +125,7 @@ def slot_feedback(results: dict, slot: str, cases: list[dict], instructor: bool 
 
 
 def page_model(results: dict, instructor: bool = False) -> dict:
-    """What the template shows, computed from results.json alone."""
+    """What the page shows (feedback_page.render), computed from results.json alone."""
     results = printable_doc(results)     # any student text: see results.printable
     s, b = results["score"], results["build"]
     env = results["environment"]
@@ -173,28 +169,12 @@ def page_model(results: dict, instructor: bool = False) -> dict:
 
 
 def render_page(results: dict, instructor: bool = False) -> str:
-    import jinja2   # only here: see the module's docstring
-    env = jinja2.Environment(loader=jinja2.PackageLoader("scangrade", "templates"), autoescape=True,
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    try:
-        return env.get_template("feedback.html.j2").render(page_model(results, instructor))
-    except jinja2.TemplateError as exc:    # a fault of ours: said like the exporters' errors
-        raise ValueError(f"{FILE_NAME}: the template failed: {exc}") from exc
+    return render(page_model(results, instructor))
 
 
-def write_page(results: dict, out_dir: Path, instructor: bool = False) -> Path | None:
-    """Write out_dir/feedback.html; None (and a log line) where pages are not part of the installation:
-    no Jinja2, or no template (the PrairieLearn image's tree copies the Python files only)."""
-    if not TEMPLATE.is_file():
-        log.info("%s not written: %s is not installed here", FILE_NAME, TEMPLATE)
-        return None
-    try:
-        text = render_page(results, instructor)
-    except ModuleNotFoundError as exc:
-        if exc.name != "jinja2":
-            raise
-        log.info("%s not written: Jinja2 is not installed (pip install -r requirements.txt)", FILE_NAME)
-        return None
+def write_page(results: dict, out_dir: Path, instructor: bool = False) -> Path:
+    """Write out_dir/feedback.html."""
+    text = render_page(results, instructor)
     path = Path(out_dir) / FILE_NAME
     path.write_text(text, encoding="utf-8")
     return path

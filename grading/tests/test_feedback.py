@@ -1,7 +1,7 @@
-"""feedback.html, the page a student reads (scangrade/feedback.py): built from small hand-made results
-(pass, fail with a hint, compile error, crash, timed cases), every string escaped, nothing loaded from
-elsewhere, each slot's text equal to its Gradescope test output; grade.py and batch.py write it and
-the batch report links it."""
+"""feedback.html, the page a student reads (scangrade/feedback.py, feedback_page.py): built from small
+hand-made results (pass, fail with a hint, compile error, crash, timed cases), every string escaped,
+nothing loaded from elsewhere, each slot's text equal to its Gradescope test output; grade.py writes it
+without Jinja2, batch.py writes it and the batch report links it."""
 
 from __future__ import annotations
 
@@ -201,10 +201,64 @@ def test_student_strings_are_escaped(doc):
     doc["student_output"]["text"] = f"printed {evil}\n"
     text = feedback.render_page(doc)
     assert "<script" not in text and "<b>bold" not in text
-    assert "&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;" in text
+    assert "&lt;script&gt;alert(&#x27;pwned&#x27;)&lt;/script&gt;" in text
     assert text.count("&lt;script&gt;") == 6     # title, h1, message, hint, compile log, printed output
     page = Page(text)
     assert "script" not in page.tags and page.spans["hierarchical"][:2] == ["message", "hint"]
+
+
+def test_every_value_is_escaped(doc):
+    """A hostile string in every text results.json gives the page (names, messages, logs, the device,
+    notes, errors, the timing method, the program's output): the page's tags and attributes are its own,
+    and each string reads back as it was written."""
+    evil = """</pre></details>"'><script>alert('x')</script><img src=x onerror="alert(1)">&amp;"""
+    doc["submission"]["name"] = f"n{evil}"
+    doc["tool"]["version"] = f"v{evil}"
+    doc["started_at"] = f"t{evil}"
+    doc["environment"]["device"] = f"d{evil}"
+    doc["outcome"], doc["errors"] = "not_graded", [f"e{evil}"]
+    doc["build"].update(log=f"l{evil}\n" + doc["build"]["log"], missing_slots=["blelloch"],
+                        policy_violations={"single_pass": f"p{evil}"})
+    doc["student_output"]["text"] = f"o{evil}"
+    for case in doc["cases"]:
+        case["message"] = f"m{evil}\n  hint: h{evil}" if case["status"] != "pass" else ""
+        if case.get("timing"):
+            case["timing"]["method"] = f"w{evil}"
+    text = feedback.render_page(doc)
+    page = Page(text)
+    own = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "small", "br", "strong", "div",
+           "code", "table", "tr", "th", "td", "a", "section", "span", "pre", "details", "summary", "footer"}
+    assert set(page.tags) <= own, set(page.tags) - own
+    assert {k for k, _ in page.attrs} <= {"lang", "charset", "name", "content", "class", "href", "id", "colspan"}
+    assert "<script" not in text and "<img" not in text and "onerror=\"" not in text
+    shown = html.unescape(text)
+    for mark in "ntdelpom":     # each hostile value, unescaped, is the text written
+        assert f"{mark}{evil}" in shown, mark
+    assert f"h{evil}" in shown and f"w{evil}" in shown and f"v{evil}" in shown
+
+
+def test_written_without_jinja2(tmp_path, fake_build_dir):
+    """make grade where Jinja2 cannot be imported (PEP 668 systems: no `pip install --user`): grade.py
+    still writes feedback.html, the same page, and says nothing about Jinja2."""
+    from test_grade import GRADE
+    src = tmp_path / "fake_results.json"
+    src.write_text(json.dumps(class_results()))
+    sub = make_submission(tmp_path / "alice", {f"student/{s}.cu": "// ok\n" for s in SLOTS})
+    out = tmp_path / "out"
+    args = [str(a) for a in (sub, "--out", out, "--build-dir", fake_build_dir, "--backend", "gpu",
+                             "--formats", "none")]
+    blocked = ("import runpy, sys; sys.modules['jinja2'] = None; "   # None: `import jinja2` raises ImportError
+               f"sys.path.insert(0, {str(GRADING)!r}); sys.argv = {[str(GRADE), *args]!r}; "
+               f"runpy.run_path({str(GRADE)!r}, run_name='__main__')")
+    env = dict(os.environ, FAKE_RESULTS=str(src), FAKE_RECORD=str(tmp_path / "record.json"), FAKE_EXIT="1")
+    r = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 1, r.stderr
+    assert f"feedback: {out / 'feedback.html'}" in r.stderr and "Jinja2" not in r.stdout + r.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert (out / "feedback.html").read_text() == feedback.render_page(results)
+    probe = subprocess.run([sys.executable, "-c", "import sys; sys.modules['jinja2'] = None; import jinja2"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 1 and "ModuleNotFoundError" in probe.stderr    # the block is real
 
 
 def test_hidden_cases_show_nothing(doc_named):
