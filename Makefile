@@ -50,8 +50,9 @@ DEPS := build
 demo grade gallery: DEPS := grade
 batch: DEPS := batch
 check: DEPS := test
-# Jinja2 and friends where tools/deps.sh put them for a Python that takes no pip packages (PEP 668)
-export PYTHONPATH := $(CURDIR)/.deps/python$(if $(PYTHONPATH),:$(PYTHONPATH))
+# Jinja2 and friends where tools/deps.sh put them for a Python that takes no pip packages (PEP 668):
+# pip --target's folder, or Debian's python3-* packages unpacked without root
+export PYTHONPATH := $(CURDIR)/.deps/python:$(CURDIR)/.deps/root/usr/lib/python3/dist-packages$(if $(PYTHONPATH),:$(PYTHONPATH))
 STEP := tools/step.sh
 # the grader (judge, sandbox, workers, reference), built once: the grading targets' first stage
 GRADER := $(STEP) --once $(BUILD)/scangrade_judge $(LOGS)/grader.log "building the grader" -- \

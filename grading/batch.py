@@ -6,10 +6,12 @@
 import sys
 from pathlib import Path
 
-# Jinja2, PyYAML and tqdm where tools/deps.sh put them when this Python takes no pip packages (PEP 668)
-LOCAL_PACKAGES = Path(__file__).resolve().parent.parent / ".deps" / "python"
-if LOCAL_PACKAGES.is_dir():
-    sys.path.append(str(LOCAL_PACKAGES))
+# Jinja2, PyYAML and tqdm where tools/deps.sh put them when this Python takes no pip packages (PEP 668):
+# pip --target's folder, or Debian's packages unpacked without root
+DEPS = Path(__file__).resolve().parent.parent / ".deps"
+for local in (DEPS / "python", DEPS / "root/usr/lib/python3/dist-packages"):
+    if local.is_dir():
+        sys.path.append(str(local))
 
 from scangrade.batch import main  # noqa: E402  (after the path above)
 

@@ -17,7 +17,8 @@
 # are downloaded with apt-get into .deps/ (a private package list, no root needed) and unpacked there
 # (.deps/root: the Makefile points CMake at it); anything else missing is said with the exact
 # `sudo apt-get install` line. Python packages: pip; where pip may not install into the system's Python
-# (PEP 668) or there is no pip, Debian's python3-* packages as root, else .deps/python (pip --target).
+# (PEP 668) or there is no pip, Debian's python3-* packages as root, else .deps/python (pip --target),
+# else Debian's python3-* packages unpacked into .deps/root (the Makefile and batch.py look in both).
 # One line per thing installed; apt-get and pip write to $SCANGRADE_LOG_DIR/deps.log (default build/logs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -104,27 +105,30 @@ fi
 [ "$mode" = grade ] && exit 0
 
 # --- batch: the grader's Python packages ------------------------------------------------------------
-pip_install() {   # pip into this Python; else Debian's packages (root) or .deps/python (pip --target)
-  local requirements=$1 debian=$2
+pip_install() {   # pip into this Python; else Debian's packages (root), .deps/python (pip --target), or
+  local requirements=$1 debian=$2   # Debian's packages unpacked in .deps/root (no pip, not root); $3 checks
   if quiet python3 -m pip install -q -r "$requirements"; then return 0; fi
   if [ "$root" = 1 ]; then apt_install $debian && return 0; fi
   if quiet python3 -m pip install -q --upgrade --target .deps/python -r "$requirements"; then
     echo "deps: installed into .deps/python (this Python takes no pip packages: PEP 668)"; return 0; fi
+  if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null && apt_fetch $debian \
+     && PYTHONPATH=".deps/root/usr/lib/python3/dist-packages:$PYTHONPATH" python3 -c "$3" 2>>"$log"; then
+    echo "deps: fetched $debian into .deps/root (no pip here, no root needed)"; return 0; fi
   echo "deps: could not install $requirements (the end of $log below); install: sudo apt-get install -y $debian" >&2
   tail -n 5 "$log" >&2
   return 1
 }
-export PYTHONPATH="$PWD/.deps/python${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/.deps/python:$PWD/.deps/root/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}"
 if ! python3 -c "import jinja2, yaml, tqdm" 2>/dev/null; then
   echo "deps: installing requirements.txt (Jinja2, PyYAML, tqdm: the class report; log: $log)"
-  pip_install requirements.txt "python3-jinja2 python3-yaml python3-tqdm" || exit 1
+  pip_install requirements.txt "python3-jinja2 python3-yaml python3-tqdm" "import jinja2, yaml, tqdm" || exit 1
 fi
 [ "$mode" = batch ] && exit 0
 
 # --- test: what only the project's own tests use ------------------------------------------------------
 if ! python3 -c "import pytest, jsonschema" 2>/dev/null; then
   echo "deps: installing requirements-dev.txt (pytest, jsonschema: the Python tests; log: $log)"
-  pip_install requirements-dev.txt "python3-pytest python3-jsonschema" \
+  pip_install requirements-dev.txt "python3-pytest python3-jsonschema" "import pytest, jsonschema" \
     || echo "deps: warning: without pytest and jsonschema the Python tests fail" >&2
 fi
 slurm=() containers=()

@@ -6,7 +6,7 @@
 # Runs the command with stdout and stderr in LOG. Before it, one line when PATH (what the stage makes)
 # does not exist yet: the stage runs for the first time and its result is kept ("once"); otherwise the
 # line comes when the command is still running after 5 s. After it, the time it took when that was the
-# first time or it took 10 s or more; nothing when it had nothing to do.
+# first time (3 s or more) or it took 10 s or more; nothing when it had nothing to do.
 # On failure, the log's last 30 lines and its name, and the command's exit status.
 # VERBOSE=1: the line, then the command's own output as it comes (no log file).
 set -uo pipefail
@@ -43,7 +43,7 @@ if [ $status -ne 0 ]; then
   tail -n 30 "$log" >&2
   exit $status
 fi
-if [ $first = 1 ] || [ $took -ge 10 ]; then
+if { [ $first = 1 ] && [ $took -ge 3 ]; } || [ $took -ge 10 ]; then
   if [ $took -ge 60 ]; then
     echo "scangrade: $what: done in $((took / 60)) min $((took % 60)) s"
   else

@@ -115,17 +115,58 @@ class Confinement:
 
 
 @functools.lru_cache(maxsize=None)
-def kills_by_uid(launcher: tuple[str, ...]) -> bool:
-    """True when the sandbox has neither namespaces nor a cgroup here (inside Docker or podman, as on
-    PrairieLearn and Gradescope): it then ends each command by killing every process of its uid
-    (sandbox.cpp kill_uid), so two commands under that uid must not run at the same time."""
+def isolation_probe(launcher: tuple[str, ...]) -> dict:
+    """What the sandbox launcher says it will do here (scangrade_sandbox --probe); {} when it cannot say."""
     try:
         r = subprocess.run([*launcher, "--probe"], capture_output=True, text=True, timeout=60)
         iso = json.loads(r.stdout)
     except (OSError, ValueError, subprocess.SubprocessError):
-        return False
-    return isinstance(iso, dict) and bool(iso.get("uid_dropped")) and not iso.get("sandboxed") \
-        and iso.get("limits_via") == "rlimit"
+        return {}
+    return iso if isinstance(iso, dict) else {}
+
+
+def kills_by_uid(launcher: tuple[str, ...]) -> bool:
+    """True when the sandbox has neither namespaces nor a cgroup here (inside Docker or podman, as on
+    PrairieLearn and Gradescope): it then ends each command by killing every process of its uid
+    (sandbox.cpp kill_uid), so two commands under that uid must not run at the same time."""
+    iso = isolation_probe(launcher)
+    return bool(iso.get("uid_dropped")) and not iso.get("sandboxed") and iso.get("limits_via") == "rlimit"
+
+
+def blocked_folder(uid: int, paths: list[Path]) -> Path | None:
+    """The first folder on the way to one of `paths` that `uid` (its group: the same number, as the
+    sandbox sets it) may not pass through, e.g. /root (mode 0700) for uid 65534."""
+    for path in paths:
+        path = Path(path).resolve()
+        for folder in [*reversed(path.parents), path]:
+            try:
+                st = folder.stat()
+            except OSError:
+                continue
+            bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == uid else 0o001
+            if not st.st_mode & bit:
+                return folder
+    return None
+
+
+def check_reachable(confine: Confinement, paths: list[Path]) -> None:
+    """Without bubblewrap's mount namespace, the grader as root runs student commands as an
+    unprivileged uid that sees the real filesystem: the grader's own files must be reachable by it,
+    or every compile fails (the stubs too) and reads as a broken toolchain. Raises ToolchainError
+    saying what to do."""
+    if not confine.launcher:
+        return
+    iso = isolation_probe(confine.launcher)
+    if not iso.get("uid_dropped") or iso.get("sandboxed") or iso.get("uid") is None:
+        return
+    blocked = blocked_folder(int(iso["uid"]), paths)
+    if blocked is not None:
+        mode = oct(blocked.stat().st_mode & 0o777)[2:]
+        raise ToolchainError(
+            f"student code runs as uid {iso['uid']} here (as root, without bubblewrap's namespaces: "
+            f"{(iso.get('notes') or ['bubblewrap is not usable'])[0]}), and that uid cannot enter {blocked} "
+            f"(mode {mode}) on the way to the grader's files: put the project in a folder every user "
+            f"may read (e.g. /opt or /srv), or make bubblewrap work, or grade with --sandbox off")
 
 
 def run_tool(cmd: list[str], cwd: Path | None, timeout: float, confine: Confinement = Confinement(),

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from . import log as logsetup
 from .build import COMPILE_TIMEOUT_S, BuildResult, Recipe, ToolchainError, build, read_toolchain, write_layout_error
+from .build_tools import check_reachable
 from .exporters import FILE_NAMES, parse_formats, write_exports
 from .feedback import FILE_NAME as FEEDBACK_PAGE, write_page
 from .files import nvidia_smi_gpus
@@ -55,6 +56,19 @@ def detect_backend() -> str:
     return "gpu" if nvidia_smi_gpus() else "emulate"
 
 
+def toolchain_paths(toolchain) -> list[Path]:
+    """Every existing absolute path toolchain.json names (compilers, the rewriter, include folders, libraries)."""
+    if isinstance(toolchain, dict):
+        return [p for v in toolchain.values() for p in toolchain_paths(v)]
+    if isinstance(toolchain, list):
+        return [p for v in toolchain for p in toolchain_paths(v)]
+    if isinstance(toolchain, str):
+        text = toolchain[2:] if toolchain.startswith(("-I", "-L")) else toolchain
+        if text.startswith("/") and Path(text).exists():
+            return [Path(text)]
+    return []
+
+
 def load_grader(build_dir: Path, backend: str, sandbox: str = "auto", bwrap: str = "bwrap") -> tuple[dict, Path, str, Recipe]:
     """The built grader: toolchain.json, the judge, the backend (auto resolved) and its compile recipe.
     Raises ToolchainError with what to do when something is not built."""
@@ -63,7 +77,9 @@ def load_grader(build_dir: Path, backend: str, sandbox: str = "auto", bwrap: str
     if not toolchain.get("judge") or not judge.is_file() or not os.access(judge, os.X_OK):
         raise ToolchainError(f"the judge ({toolchain.get('judge')}) is not built: run `make` first")
     backend = detect_backend() if backend == "auto" else backend
-    return toolchain, judge, backend, Recipe.from_toolchain(toolchain, backend, sandbox, bwrap)
+    recipe = Recipe.from_toolchain(toolchain, backend, sandbox, bwrap)
+    check_reachable(recipe.confine, [build_dir, judge, *toolchain_paths(toolchain)])
+    return toolchain, judge, backend, recipe
 
 
 def judge_command(judge: Path, worker: Path | None, out: Path, name: str, submission: Path, backend: str,

@@ -4,8 +4,10 @@ the real toolchain.json (when `make` has built it)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -608,3 +610,29 @@ def test_nvcc_build_time_exploits_are_refused(tmp_path, nvcc_build_dir, entry):
     result, doc = run_build(gallery_submission(tmp_path, entry), nvcc_build_dir, tmp_path / "out", jobs=2)
     assert result.harness_errors == []
     assert_refused(doc, entry, "gpu")
+
+
+def test_a_folder_the_sandbox_uid_cannot_enter_is_named():
+    """As root without bubblewrap's namespaces, student commands run as uid 65534 on the real
+    filesystem: a project under a 0700 folder (root's home) would fail every compile, stubs too, and
+    read as a broken toolchain. The grader names the folder instead (build_tools.check_reachable)."""
+    import tempfile
+    from scangrade.build_tools import blocked_folder
+    with tempfile.TemporaryDirectory(dir="/tmp") as top:   # pytest's own tmp_path sits under a 0700 folder
+        os.chmod(top, 0o755)
+        check_blocked_folder(Path(top) / "home", blocked_folder)
+
+
+def check_blocked_folder(home: Path, blocked_folder) -> None:
+    (home / "project" / "build").mkdir(parents=True)
+    home.chmod(0o700)
+    nobody = 65534
+    if os.stat(home).st_uid == nobody:
+        pytest.skip("this test's files belong to uid 65534 itself")
+    assert blocked_folder(nobody, [home / "project" / "build"]) == home
+    home.chmod(0o711)     # passing through is enough: nothing needs to list it
+    assert blocked_folder(nobody, [home / "project" / "build"]) is None
+    if os.getuid() == 0:  # the group's bit counts when the folder's group is the uid's number
+        os.chown(home, 0, nobody)
+        home.chmod(0o710)
+        assert blocked_folder(nobody, [home / "project"]) is None
