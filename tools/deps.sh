@@ -14,8 +14,8 @@
 #          debootstrap (the PrairieLearn image test). Those tests skip without them.
 #
 # As root on Debian or Ubuntu, missing packages come from apt-get. Not root, required Debian packages
-# are downloaded with apt-get into .deps/ (a private package list, no root needed) and unpacked there
-# (.deps/root: the Makefile points CMake at it); anything else missing is said with the exact
+# are downloaded with apt-get into .deps/ (tools/fetch_debs.sh: a private package list, no root needed)
+# and unpacked there (.deps/root: the Makefile points CMake at it); anything else missing is said with the exact
 # `sudo apt-get install` line. Python packages: pip; where pip may not install into the system's Python
 # (PEP 668) or there is no pip, Debian's python3-* packages as root, else .deps/python (pip --target),
 # else Debian's python3-* packages unpacked into .deps/root (the Makefile and batch.py look in both).
@@ -48,20 +48,6 @@ apt_install() {   # root: packages from apt-get (--with-recommends first to keep
   return 1
 }
 
-apt_fetch() {     # not root: the packages and what they need that is not installed, unpacked in .deps/root
-  local state=$PWD/.deps/apt
-  local opts=(-o "Dir::State::Lists=$state/lists" -o "Dir::Cache=$state/cache" -o Debug::NoLocking=1)
-  mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs" .deps/root
-  quiet apt-get "${opts[@]}" update -qq || return 1
-  local closure want=()
-  closure=$(apt-cache "${opts[@]}" depends --recurse --no-recommends --no-suggests --no-conflicts \
-              --no-breaks --no-replaces --no-enhances "$@" 2>>"$log" | grep -v '^ \|^<' | sort -u) || return 1
-  for p in $closure; do dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" || want+=("$p"); done
-  (cd "$state/debs" && quiet apt-get "${opts[@]}" download "${want[@]}") || return 1
-  local deb
-  for deb in "$state"/debs/*.deb; do dpkg-deb -x "$deb" .deps/root; done
-}
-
 # --- required by the build --------------------------------------------------------------------------
 missing=()
 command -v "${CXX:-c++}" >/dev/null || command -v g++ >/dev/null || missing+=(g++)
@@ -82,7 +68,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   elif command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null \
        && [[ " ${missing[*]} " != *" g++ "* && " ${missing[*]} " != *" cmake "* ]]; then
     echo "deps: fetching ${missing[*]} into .deps/root, no root needed (log: $log)"
-    apt_fetch "${missing[@]}" || {
+    tools/fetch_debs.sh "${missing[@]}" || {
       echo "deps: could not fetch them (the end of $log below); install them with:" >&2
       tail -n 5 "$log" >&2; echo "  sudo apt-get install -y ${missing[*]}" >&2; exit 1; }
   else
@@ -111,7 +97,7 @@ pip_install() {   # pip into this Python; else Debian's packages (root), .deps/p
   if [ "$root" = 1 ]; then apt_install $debian && return 0; fi
   if quiet python3 -m pip install -q --upgrade --target .deps/python -r "$requirements"; then
     echo "deps: installed into .deps/python (this Python takes no pip packages: PEP 668)"; return 0; fi
-  if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null && apt_fetch $debian \
+  if command -v apt-get >/dev/null && command -v dpkg-deb >/dev/null && tools/fetch_debs.sh $debian \
      && PYTHONPATH=".deps/root/usr/lib/python3/dist-packages:$PYTHONPATH" python3 -c "$3" 2>>"$log"; then
     echo "deps: fetched $debian into .deps/root (no pip here, no root needed)"; return 0; fi
   echo "deps: could not install $requirements (the end of $log below); install: sudo apt-get install -y $debian" >&2

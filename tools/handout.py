@@ -77,6 +77,7 @@ ALLOW: list[tuple[str, str]] = [
     ("tools/student_test.py", "make test's driver: the grader's layout rules, one build per slot, the tests"),
     ("tools/submit.py", "make submit: the archive to hand in, read back with the grader's reader"),
     ("tools/step.sh", "the Makefile's stages in one line each, their output in build/logs/"),
+    ("tools/fetch_debs.sh", "tools/deps.sh: Debian's header packages into .deps/root without root"),
     # make grade: the grader itself, emulation backend only (CMake without reference/ builds no GPU
     # worker), the same judge, worker, sandbox launcher and Python as the instructor's
     ("grading/grade.py", "make grade: the grader's command line"),

@@ -138,7 +138,7 @@ def blocked_folder(uid: int, paths: list[Path]) -> Path | None:
     sandbox sets it) may not pass through, e.g. /root (mode 0700) for uid 65534."""
     for path in paths:
         path = Path(path).resolve()
-        for folder in [*reversed(path.parents), path]:
+        for folder in [*reversed(path.parents), *([path] if path.is_dir() else [])]:
             try:
                 st = folder.stat()
             except OSError:

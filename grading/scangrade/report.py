@@ -117,9 +117,9 @@ def left_out_by_size(results: dict) -> str | None:
     max_n = results.get("max_n")
     if left <= 0 or not max_n:
         return None
-    why = ("above the emulation cap of 2^22 + 1 elements: they run on a GPU only"
-           if results["backend"] == "emulate" and max_n == EMULATION_CAP else f"with n > {max_n} (--max-n)")
-    return f"{left} of the suite's {in_suites} cases are not in this total: {why}"
+    why = ("above the emulation cap of 2^22 + 1 (GPU only)"
+           if results["backend"] == "emulate" and max_n == EMULATION_CAP else f"n > {max_n} (--max-n)")
+    return f"not in the total: {left} of {in_suites} cases, {why}"
 
 
 def render(results: dict, results_path: Path | None = None, color: bool = False) -> str:

@@ -109,6 +109,10 @@ def test_forbidden_files_absent(tarball):
                  b"command -v nvcc"):
         assert word not in deps, word
     assert not any(l.lstrip().startswith((b"apt-get", b"sudo")) for l in deps.splitlines())
+    # what it fetches without root lands in the handout's .deps/: nothing is installed on the machine
+    fetch = files["tools/fetch_debs.sh"]
+    for word in (b"apt-get install", b"sudo", b"dpkg -i", b"dpkg --install"):
+        assert word not in fetch, word
 
 
 def test_deterministic(tarball, tmp_path, monkeypatch):
