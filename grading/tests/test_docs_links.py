@@ -41,8 +41,8 @@ def shipped_elsewhere() -> dict[Path, Path]:
             for shipped, template in generated.items() if template.endswith(".md")}
 
 
-def prose_lines(text: str):
-    """(line number, line) outside fenced code blocks, with inline code spans blanked."""
+def outside_fences(text: str):
+    """(line number, line) for the lines outside fenced code blocks."""
     fence = None
     for number, line in enumerate(text.splitlines(), 1):
         m = FENCE.match(line)
@@ -54,7 +54,13 @@ def prose_lines(text: str):
                 fence = None
             continue
         if fence is None:
-            yield number, INLINE_CODE.sub(lambda c: " " * len(c.group(0)), line)
+            yield number, line
+
+
+def prose_lines(text: str):
+    """(line number, line) outside fenced code blocks, with inline code spans blanked."""
+    for number, line in outside_fences(text):
+        yield number, INLINE_CODE.sub(lambda c: " " * len(c.group(0)), line)
 
 
 def slug(heading: str) -> str:
@@ -73,18 +79,7 @@ def slug(heading: str) -> str:
 def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     result = set()
-    fence = None
-    for line in path.read_text(encoding="utf-8").splitlines():
-        m = FENCE.match(line)
-        if m:
-            marker = m.group(2)
-            if fence is None:
-                fence = marker[0] * len(marker)
-            elif marker.startswith(fence):
-                fence = None
-            continue
-        if fence is not None:
-            continue
+    for _, line in outside_fences(path.read_text(encoding="utf-8")):
         h = HEADING.match(line)
         if h:
             base = slug(h.group(2))
