@@ -52,7 +52,7 @@ apt_install() {   # root: packages from apt-get (--with-recommends first to keep
 missing=()
 command -v "${CXX:-c++}" >/dev/null || command -v g++ >/dev/null || missing+=(g++)
 if command -v cmake >/dev/null; then
-  read -r major minor < <(cmake --version | sed -n 's/^cmake version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  read -r major minor < <(cmake --version | sed -n 's/^cmake version \([0-9]*\)\.\([0-9]*\).*/\1 \2/p') || true
   { [ "${major:-0}" -gt 3 ] || { [ "${major:-0}" -eq 3 ] && [ "${minor:-0}" -ge 25 ]; }; } || missing+=(cmake)
 else
   missing+=(cmake)
