@@ -119,7 +119,9 @@ def test_a_helper_breaks_every_slot_present(built, capsys):
     assert "`fork`" in messages["hillis_steele"]
     assert messages["blelloch"] == f"student/blelloch.cu breaks a rule of the assignment: {helper}"
     out = capsys.readouterr().out
-    assert "policy violation in student/scan_helpers.cu, a helper file linked with every slot" in out, out
+    flat = " ".join(out.split())   # wrapped at 80 columns
+    assert "policy violation in student/scan_helpers.cu, a helper file linked with every slot" in flat, out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
 
 
 @needs_tools
