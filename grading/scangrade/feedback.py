@@ -28,6 +28,7 @@ from pathlib import Path
 from .feedback_page import render
 from .feedback_text import EMULATED, STATUS_TEXT, Line, case_feedback, feedback_text
 from .results import add_results_arguments, case_title, fmt_points, is_hidden, printable_doc, results_from_args, slot_cases
+from .report import left_out_by_size
 from .vocab import SLOT_FILES, slot_verdict
 
 FILE_NAME = "feedback.html"
@@ -153,6 +154,7 @@ def page_model(results: dict, instructor: bool = False) -> dict:
         "perf_points": f"{fmt_points(s['perf_points'])}/{fmt_points(s['perf_max_points'])}"
                        if s["perf_max_points"] else "",
         "full": s["max_total"] > 0 and s["total"] >= s["max_total"],
+        "left_out": left_out_by_size(results) or "",    # the emulation cap, said beside the total
         "backend": ("CPU emulation backend: no timings, no performance points" if results["backend"] == "emulate"
                     else f"GPU: {env['device']}"),
         "not_graded": results["outcome"] == "not_graded", "errors": results.get("errors", [])[:5],

@@ -121,6 +121,8 @@ def summary(m: dict) -> list[str]:
         graded += " · <strong>instructor view: hidden cases shown</strong>"
     if m["method"]:
         graded += f"<br>timings: {esc(m['method'])}"
+    if m["left_out"]:
+        graded = f"{esc(m['left_out'])}<br>{graded}"
     out = [f'<p class="score{" full" if m["full"] else ""}">{score}</small></p>',
            f'<p class="muted small">{graded}</p>']
     if m["not_graded"]:

@@ -382,3 +382,17 @@ def test_batch_writes_and_links_the_pages(tmp_path, fake_build_dir):
     assert r.returncode == 0, r.stderr
     assert (out / "students" / "ann" / "feedback.html").is_file()
     assert (tmp_path / "counter.txt").read_text().count("ann ") == 1
+
+
+def test_the_score_says_which_cases_it_leaves_out(doc_named):
+    """Emulated, the page says under the score which of the suite's cases the total leaves out (the
+    emulation cap), as make grade's table and make test's points line do."""
+    from scangrade.feedback import render_page
+    doc = doc_named("emulated")
+    doc["suites"] = [{"name": "public", "cases": len(doc["cases"]) + 10}]
+    doc["max_n"] = 2**22 + 1
+    page = render_page(doc)
+    score = page.index('class="score')
+    assert page.index("not in the total: 10 of") > score, page[score:score + 600]
+    doc["suites"] = [{"name": "public", "cases": len(doc["cases"])}]
+    assert "not in the total" not in render_page(doc)
