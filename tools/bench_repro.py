@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 GRADING = REPO / "grading"
 import grader_package  # noqa: E402,F401  (the grader's own package)
 
-SLOTS = ("hillis_steele", "blelloch", "hierarchical", "single_pass")
+from scangrade.vocab import SLOTS  # noqa: E402  (the grader's slot names, after grader_package)
 TARGET_CV = 0.015
 TARGET_MAX_OVER_MIN = 1.05
 

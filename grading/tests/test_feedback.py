@@ -248,9 +248,10 @@ def test_written_without_jinja2(tmp_path, fake_build_dir):
     args = [str(a) for a in (sub, "--out", out, "--build-dir", fake_build_dir, "--backend", "gpu",
                              "--formats", "none")]
     blocked = ("import runpy, sys; sys.modules['jinja2'] = None; "   # None: `import jinja2` raises ImportError
-               f"sys.path.insert(0, {str(GRADING)!r}); sys.argv = {[str(GRADE), *args]!r}; "
+               f"sys.argv = {[str(GRADE), *args]!r}; "
                f"runpy.run_path({str(GRADE)!r}, run_name='__main__')")
-    env = dict(os.environ, FAKE_RESULTS=str(src), FAKE_RECORD=str(tmp_path / "record.json"), FAKE_EXIT="1")
+    env = dict(os.environ, FAKE_RESULTS=str(src), FAKE_RECORD=str(tmp_path / "record.json"), FAKE_EXIT="1",
+               PYTHONPATH=str(GRADING))   # as `python3 grading/grade.py` finds its package
     r = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 1, r.stderr
     assert f"feedback: {out / 'feedback.html'}" in r.stderr and "Jinja2" not in r.stdout + r.stderr
