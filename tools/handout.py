@@ -54,6 +54,9 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import grader_package  # noqa: E402,F401  (the grader's package, grading/scangrade; sys.path left alone)
+from scangrade.vocab import SLOTS  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATES = Path(__file__).resolve().parent / "handout"
 PREFIX = "scangrade-handout"
@@ -104,7 +107,7 @@ NOT_SHIPPED = ("grading/scangrade/batch.py", "grading/scangrade/batch_report.py"
 # handout path -> repository file shipped under another name (the same bytes: one source)
 SHIPPED_AS: dict[str, tuple[str, str]] = {
     **{f"harness/starter/{slot}.cu": (f"student/{slot}.cu", "starter file: stands in for a slot that does not compile")
-       for slot in ("hillis_steele", "blelloch", "hierarchical", "single_pass")},
+       for slot in SLOTS},
 }
 # handout path -> template under tools/handout/
 GENERATED: dict[str, str] = {
@@ -275,7 +278,7 @@ def verify(entries: list[Entry]) -> None:
         if e.path.startswith("student/") and e.path.endswith(".cu") and b"not_implemented(" not in e.data:
             problems.append(f"{e.path}: does not call not_implemented(): is this a solution instead of the starter file?")
     stubs = {e.path for e in entries if e.path.startswith("student/")}
-    for slot in ("hillis_steele", "blelloch", "hierarchical", "single_pass"):
+    for slot in SLOTS:
         if f"student/{slot}.cu" not in stubs:
             problems.append(f"student/{slot}.cu: the starter file is missing")
     if problems:
