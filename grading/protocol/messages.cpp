@@ -1,6 +1,7 @@
 // The judge <-> worker messages (messages.h).
 #include "messages.h"
 
+#include <cctype>
 #include <cmath>
 
 #include "json_fields.h"
@@ -146,6 +147,22 @@ void to_json(json& j, const CheckReply& m) {
   j["policy_rule"] = m.policy_rule;
 }
 
+/// "student/<file>:<line>" as not_implemented() writes it (a file name of letters, digits and ._+-,
+/// a line number); anything else a submission puts there is dropped, and the message names the slot's file.
+static bool is_student_line(const std::string& at) {
+  const std::string prefix = "student/";
+  const auto colon = at.rfind(':');
+  if (at.size() > 160 || at.rfind(prefix, 0) != 0 || colon == std::string::npos || colon == prefix.size() ||
+      colon + 1 == at.size() || at.size() - colon > 8)
+    return false;
+  for (std::size_t i = prefix.size(); i < colon; ++i)
+    if (!std::isalnum(static_cast<unsigned char>(at[i])) && std::string("._+-").find(at[i]) == std::string::npos)
+      return false;
+  for (std::size_t i = colon + 1; i < at.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(at[i]))) return false;
+  return true;
+}
+
 void from_json(const json& j, CheckReply& m) {
   Fields f(j);
   try {
@@ -165,9 +182,9 @@ void from_json(const json& j, CheckReply& m) {
     m.race = race->get<std::string>();
   }
   m.not_implemented_at.clear();
-  if (const json* at = f.find("not_implemented_at")) {  // a hint's line: only its length is trusted
+  if (const json* at = f.find("not_implemented_at")) {  // the student process's word: kept only in its form
     if (!at->is_string()) throw MessageError("field 'not_implemented_at' is not a string");
-    m.not_implemented_at = at->get<std::string>().substr(0, 200);
+    if (is_student_line(at->get<std::string>())) m.not_implemented_at = at->get<std::string>();
   }
   m.not_recomputed.clear();
   if (const json* stale = f.find("not_recomputed")) {  // emulation workers only

@@ -9,6 +9,7 @@
 #include <csignal>
 
 #include "checker_messages.h"
+#include "messages.h"
 #include "judge.h"
 #include "outside.h"
 #include "session.h"
@@ -467,4 +468,24 @@ TEST(CheckerProtocol, DecodingFailsClosed) {
   EXPECT_THROW(reply(R"({"ok": false})", CheckerOp::Release), MessageError);
   EXPECT_THROW(reply(R"({"error": ""})", CheckerOp::Release), MessageError);
   EXPECT_THROW(decode_checker_hello(R"({"hello": 2, "device": "", "error": ""})"), MessageError);
+}
+
+// The not-implemented line in a worker's check reply is the student process's word: kept only in the
+// form not_implemented() writes it, else dropped (the message then names the slot's file).
+TEST(WorkerReply, NotImplementedLineKeptOnlyInItsForm) {
+  using namespace scangrade::grader;
+  const auto at = [](const std::string& text) {
+    nlohmann::json j = {{"ok", true},          {"error", ""},     {"harness_error", ""}, {"not_implemented", true},
+                        {"context_broken", false}, {"leaked_bytes", 0}, {"leak_detail", ""}, {"race", ""},
+                        {"policy", ""},        {"policy_rule", ""}, {"not_implemented_at", text}};
+    return j.get<CheckReply>().not_implemented_at;
+  };
+  EXPECT_EQ(at("student/blelloch.cu:18"), "student/blelloch.cu:18");
+  EXPECT_EQ(at("student/scan_helpers.cuh:7"), "student/scan_helpers.cuh:7");
+  EXPECT_EQ(at("student/hillis_steele.cu:1 [  PASSED  ] 29/29"), "");
+  EXPECT_EQ(at("student/x.cu:12\x1b[2J"), "");
+  EXPECT_EQ(at("/work/grading-results/secret:1"), "");
+  EXPECT_EQ(at("student/../secret:1"), "");  // '/' is not in a file name
+  EXPECT_EQ(at("student/x.cu:"), "");
+  EXPECT_EQ(at("student/" + std::string(200, 'a') + ".cu:1"), "");
 }
