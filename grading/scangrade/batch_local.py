@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,6 +131,9 @@ class Batch:
         self.uid_locks: list = []                                  # the uid blocks this batch holds
         self.case_cache: Path | None = None   # made by run(), removed when it returns or raises
         self.weights = suite_weights([*args.suite, *args.hidden_suite])   # the queue's order
+        # a Slurm task: called with the signal when a judge was stopped from outside (scancel signals every
+        # process of the task, the judges too, and one may end before the task's own handler runs)
+        self.on_judge_stopped: Callable[[int], None] | None = None
 
     def now(self) -> float:
         return round(time.monotonic() - self.t0, 3)
@@ -254,6 +257,8 @@ class Batch:
             jp = st.judge_phases
             st.phases["correctness"] = [t, round(t + jp["correctness"] + jp["timing"] + jp["lock_wait"], 3)]
             st.phases["sanitizer"] = [round(max(t, end - jp["sanitizer"]), 3), end]
+        if graded.judge_signal and self.on_judge_stopped is not None:
+            self.on_judge_stopped(graded.judge_signal)
         if graded.error:
             st.error = graded.error
             st.flags = ["internal_error"]

@@ -284,6 +284,10 @@ def slurm_shard(args: argparse.Namespace) -> int:
         os._exit(128 + signum)
 
     signal.signal(signal.SIGTERM, stopped)
+    # a judge that ended by SIGTERM, SIGINT or SIGHUP was stopped with the task (the grader itself stops a
+    # judge only with SIGKILL): its student is not recorded, so it stays to be graded by the next run
+    batch.on_judge_stopped = lambda signum: stopped(signum, None) if signum in (
+        signal.SIGTERM, signal.SIGINT, signal.SIGHUP) else None
     students = batch.run(entries)
     bad = [st for st in students if st.outcome != "graded"]
     log.info("task %d: %d student(s), %d reused, %d not graded", k, len(students), sum(st.reused for st in students),

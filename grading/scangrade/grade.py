@@ -217,6 +217,7 @@ class Graded:
     written: dict[str, Path] = field(default_factory=dict)
     error: str = ""
     judge_output: str = ""                  # the judge's stderr when it was captured
+    judge_signal: int = 0                   # the signal that ended the judge (it was not this process's timeout)
     phases: dict[str, list[float]] = field(default_factory=dict)   # unpack, compile, judge, export: [start, end]
 
     @property
@@ -328,6 +329,7 @@ def _run_judge(job: GradeJob, graded: Graded, built: BuildResult, judge: Path, b
     graded.judge_output = judged.stderr or "" if job.capture and not job.judge_log else ""
     results_path = out / "results.json"
     if rc not in (EXIT_PASSED, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERNAL):
+        graded.judge_signal = -rc if rc < 0 else 0
         graded.error = f"the judge exited with status {rc} (killed by a signal?){see_log}"
         return
     if not results_path.is_file():
