@@ -6,7 +6,9 @@ differ, `emulation_verdicts`) and, optionally, `hints`: a substring that the mes
 first non-passing case must contain (`emulation_hints` where the emulation backend differs; null
 there drops the hint). Hints are checked both ways: a slot expected to `fail` that names no hint
 (neither in `hints` nor in `emulation_hints`) must get a message without any hint line, so that a
-hint firing on the wrong bug is a mismatch too; an explicit null leaves the slot unchecked. This
+hint firing on the wrong bug is a mismatch too; an explicit null leaves the slot unchecked.
+`hints_never` maps a slot to substrings that no message of its non-passing cases may contain (a hint
+that would name the wrong bug on some size, e.g. "INCLUSIVE" for a Blelloch slot that fails otherwise). This
 grades each entry with grade.py — plus the reference solutions through the prebuilt reference worker — computes each slot's verdict from results.json and prints
 a table entry × slot: expected vs got. Exit 0 when every verdict and hint matches, 1 otherwise.
 With --results-from BATCH_DIR it grades nothing and reads the results a batch run
@@ -74,6 +76,8 @@ class Entry:
     # slot -> substring of its first problem's message, or None: that message must have no hint line
     hints: dict[str, str | None] = field(default_factory=dict)
     timing: dict = field(default_factory=dict)   # GPU only: expected.json's gpu_timing
+    never: dict[str, list[str]] = field(default_factory=dict)   # slot -> substrings no problem may show
+    problems: dict[str, list[FirstProblem]] = field(default_factory=dict)   # slot -> every non-passing case
     timing_found: list[str] = field(default_factory=list)  # where the results do not meet it
     got: dict[str, str] = field(default_factory=dict)
     first_problems: dict[str, FirstProblem] = field(default_factory=dict)
@@ -110,6 +114,14 @@ class Entry:
             elif hint not in first.message:
                 problems[slot] = (f"expected the message of its first {first.status} case ({first.case_id}) to "
                                   f"contain {hint!r}, got {shorten(first.message)!r}")
+        for slot, words in self.never.items():
+            if slot in problems or self.got.get(slot) != self.expected.get(slot):
+                continue
+            shown = [(p, w) for p in self.problems.get(slot, []) for w in words if w in p.message]
+            if shown:
+                p, w = shown[0]
+                problems[slot] = (f"expected no message to contain {w!r}, got it in {p.case_id} ({p.status}): "
+                                  f"{shorten(p.message)!r}")
         return problems
 
 
@@ -172,6 +184,15 @@ def timing_problems(timing: dict, results: dict) -> list[str]:
     return problems
 
 
+def all_problems(results: dict) -> dict[str, list[FirstProblem]]:
+    """Each slot's cases whose status is not pass, in results.json order."""
+    found: dict[str, list[FirstProblem]] = {}
+    for case in results["cases"]:
+        if case["status"] != "pass":
+            found.setdefault(case["slot"], []).append(FirstProblem(case["id"], case["status"], case.get("message", "")))
+    return found
+
+
 def first_problems(results: dict) -> dict[str, FirstProblem]:
     """Each slot's first case (results.json order) whose status is not pass."""
     found: dict[str, FirstProblem] = {}
@@ -184,6 +205,7 @@ def first_problems(results: dict) -> dict[str, FirstProblem]:
 def take_results(entry: Entry, results: dict) -> None:
     entry.got = slot_verdicts(results)
     entry.first_problems = first_problems(results)
+    entry.problems = all_problems(results) if entry.never else {}
     entry.timing_found = timing_problems(entry.timing, results) if entry.timing else []
 
 
@@ -192,7 +214,8 @@ def load_entries(backend: str, names: list[str] | None) -> list[Entry]:
     for folder in sorted(p for p in GALLERY.iterdir() if (p / "expected.json").is_file()):
         spec = json.loads((folder / "expected.json").read_text())
         entries.append(Entry(folder.name, expected_verdicts(spec, backend), spec.get("bug"), spec.get("kind", ""),
-                             expected_hints(spec, backend), expected_timing(spec, backend)))
+                             expected_hints(spec, backend), expected_timing(spec, backend),
+                             {slot: list(words) for slot, words in spec.get("hints_never", {}).items()}))
     if names:
         unknown = set(names) - {e.name for e in entries}
         if unknown:
@@ -242,7 +265,8 @@ def read_batch(entries: list[Entry], batch_dir: Path, copies: dict[str, str] | N
     if copies is not None:
         by_name = {e.name: e for e in entries}
         pairs = [(Entry(row["student_id"], by_name[copies[raw]].expected, by_name[copies[raw]].bug,
-                        hints=by_name[copies[raw]].hints, timing=by_name[copies[raw]].timing), row)
+                        hints=by_name[copies[raw]].hints, timing=by_name[copies[raw]].timing,
+                        never=by_name[copies[raw]].never), row)
                  for raw, row in sorted(rows.items()) if copies.get(raw) in by_name]
     else:
         pairs = [(entry, rows.get(entry.name)) for entry in entries]

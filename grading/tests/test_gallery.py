@@ -111,6 +111,21 @@ def test_a_wrong_verdict_is_reported_once():
     assert e.mismatches() == ["hierarchical: expected fail, got crash"]
 
 
+def test_a_hint_never_expected_is_looked_for_in_every_problem():
+    # the first failing case names no wrong bug, a later one does: hints_never finds it
+    doc = results(*not_written(), case("hierarchical", "fail", "first wrong: out[0]", n=1),
+                  case("hierarchical", "fail", "first wrong: out[3]\n  hint: the output is the INCLUSIVE scan", n=5))
+    e = gallery.Entry("wrong_x", {**NOT_WRITTEN, "hierarchical": "fail"}, "a bug",
+                      hints={"hierarchical": "first wrong"}, never={"hierarchical": ["INCLUSIVE"]})
+    gallery.take_results(e, doc)
+    (problem,) = e.mismatches()
+    assert problem.startswith("hierarchical: expected no message to contain 'INCLUSIVE', got it in "
+                              "hierarchical.int32.n5.fail"), problem
+    e.never = {"hierarchical": ["EXCLUSIVE"]}
+    gallery.take_results(e, doc)
+    assert e.mismatches() == []
+
+
 def test_expected_hints_per_backend():
     spec = {"verdicts": {**NOT_WRITTEN, "hierarchical": "fail"},
             "emulation_verdicts": {"hierarchical": "pass"},
@@ -275,6 +290,9 @@ def test_entry_spec(name, spec):
         hints = spec.get(key, {})
         assert set(hints) <= set(SLOTS), (name, key)
         assert all(h is None or (isinstance(h, str) and h) for h in hints.values()), (name, key)
+    never = spec.get("hints_never", {})
+    assert set(never) <= set(SLOTS) and all(isinstance(w, list) and all(isinstance(x, str) and x for x in w)
+                                            for w in never.values()), name
     # a slot file that is missing is graded not_implemented (and no other way round)
     for slot in SLOTS:
         if not (student / f"{slot}.cu").is_file():

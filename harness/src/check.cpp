@@ -64,15 +64,21 @@ bool is_other_kind(const std::vector<T>& input, ScanKind kind, const std::vector
   if (input.empty()) return false;
   const ScanKind other = kind == ScanKind::Inclusive ? ScanKind::Exclusive : ScanKind::Inclusive;
   bool all_match = true;
-  bool differs_somewhere = false;
+  bool differs_somewhere = false;  // the two kinds differ somewhere (an input element is not zero)
+  bool not_a_copy = false;         // the other kind is not the input itself somewhere
+  bool not_zeros = false;          // nor all zeros
   for_each_prefix(input, other, [&](std::size_t i, std::size_t terms, double abs_sum, bool all_integer) {
     if (!all_match) return;
     const double x = static_cast<double>(input[i]);
     const double other_expected = kind == ScanKind::Inclusive ? expected[i] - x : expected[i] + x;
     differs_somewhere = differs_somewhere || x != 0;
+    not_a_copy = not_a_copy || !within<T>(x, other_expected, terms, abs_sum, all_integer);
+    not_zeros = not_zeros || !within<T>(0.0, other_expected, terms, abs_sum, all_integer);
     all_match = within<T>(static_cast<double>(got[i]), other_expected, terms, abs_sum, all_integer);
   });
-  return all_match && differs_somewhere;
+  // at n = 1 the inclusive scan is the input and the exclusive one a zero: an output that copied the
+  // input, or wrote zeros, would pass for the other kind there; only an output that is neither tells
+  return all_match && differs_somewhere && not_a_copy && not_zeros;
 }
 
 std::size_t lowest_power_of_two_factor(std::size_t x) { return x & (~x + 1); }
@@ -187,6 +193,18 @@ std::string multi_block_hint(const Case& c, const std::vector<T>& input, const s
            (as.empty() ? "" : " = " + as) + " on: a missing level. A hierarchy with a fixed number of levels covers "
            "only so many elements (one block of B threads scans at most B block sums, so two levels of tiles of B "
            "cover B x B elements, three B x B x B): recurse, or loop over levels, until one block holds all the sums";
+  }
+  const std::size_t tile = lowest_power_of_two_factor(f);
+  if (c.slot == Slot::Hierarchical && f >= (std::size_t{1} << 16) && tile >= 256 && tile <= 4096 &&
+      c.n - f > tile && cmp.wrong > tile &&
+      static_cast<double>(got[f]) != (c.kind == ScanKind::Inclusive ? static_cast<double>(input[f]) : 0.0)) {
+    // right for many whole tiles, wrong over more than a tile from a tile boundary on (not a restart
+    // from zero: that is the rule below): the tiles past that point were not covered by the levels above
+    return "right up to out[" + std::to_string(f - 1) + "], wrong from out[" + std::to_string(f) + "] on: the first " +
+           std::to_string(f / tile) + " tiles of " + std::to_string(tile) + " elements are scanned and the ones " +
+           "after them are not carried. A hierarchy with a fixed number of levels covers only so many tiles (one " +
+           "block scans at most so many block sums at the top level), and so does a grid capped at a fixed size: " +
+           "recurse, or loop over levels, until one block holds all the sums";
   }
   if (multi_block(c.slot) && f >= 32 && f % 32 == 0) {  // block boundaries: only slots with several blocks
     const std::size_t block = lowest_power_of_two_factor(f);

@@ -109,6 +109,36 @@ TEST(Judge, TwoLevelHierarchyIsNamed) {
   EXPECT_CONTAINS(f.verdict().message, "wrong from out[4194304] = 2048 x 2048 on: a missing level");
 }
 
+TEST(Judge, TilesPastWhatTheLevelsCoverAreNamed) {
+  // two levels whose top block scans 1025 block sums of 1024-element tiles: wrong from 1025 x 1024 on
+  const std::size_t covered = std::size_t{1025} * 1024;
+  Fixture f(make_case(Slot::Hierarchical, covered + 5000));
+  for (std::size_t i = covered; i < f.c.n; ++i) f.run.output[i] += 12345;
+  const Verdict v = f.verdict();
+  EXPECT_CONTAINS(v.message, "the first 1025 tiles of 1024 elements are scanned");
+  // the last partial tile alone is a different bug
+  Fixture g(make_case(Slot::Hierarchical, covered + 100));
+  for (std::size_t i = covered; i < g.c.n; ++i) g.run.output[i] += 12345;
+  EXPECT_EQ(g.verdict().message.find("tiles of 1024 elements are scanned"), std::string::npos) << g.verdict().message;
+}
+
+TEST(Judge, OneElementLeftAsItsInputIsNotCalledTheOtherKind) {
+  // n = 1: the inclusive scan is the input itself; an exclusive slot that left out[0] = in[0] may have
+  // skipped anything, nothing says it computed the inclusive scan
+  Fixture f(make_case(Slot::Blelloch, 1, ScanKind::Exclusive));
+  f.run.output[0] = f.input[0];
+  ASSERT_NE(f.input[0], 0);
+  EXPECT_EQ(f.verdict().message.find("INCLUSIVE"), std::string::npos) << f.verdict().message;
+  // and an inclusive slot that wrote a zero did not compute the exclusive scan for it
+  Fixture g(make_case(Slot::HillisSteele, 1));
+  g.run.output[0] = 0;
+  EXPECT_EQ(g.verdict().message.find("EXCLUSIVE"), std::string::npos) << g.verdict().message;
+  // from two elements the other kind is told apart from a copy and from zeros
+  Fixture h(make_case(Slot::Blelloch, 2, ScanKind::Exclusive));
+  h.run.output = {h.input[0], h.input[0] + h.input[1]};
+  EXPECT_CONTAINS(h.verdict().message, "the output is the INCLUSIVE scan");
+}
+
 TEST(Judge, ZeroBlockLaunchAtNZeroGetsItsHint) {
   Fixture f(make_case(Slot::Hierarchical, 0));
   f.run.error = "CUDA error after the slot call: cudaErrorInvalidConfiguration: invalid configuration argument";
