@@ -24,25 +24,29 @@ class Arena {
  public:
   void* take(std::size_t span) {
     if (!reserve()) return nullptr;
-    // first fit; the span is followed by its guard
-    const std::size_t need = span + kGuard;
+    // first fit; the span is preceded by a granule whose last kMinSlack bytes are mapped (the front
+    // slack) and followed by its guard
+    const std::size_t need = kGranule + span + kGuard;
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second < need) continue;
       const std::uintptr_t base = it->first;
       const std::size_t left = it->second - need;
+      if (mmap(reinterpret_cast<void*>(base + kGranule - kMinSlack), kMinSlack, PROT_READ | PROT_WRITE, kGuardFlags,
+               -1, 0) == MAP_FAILED)
+        return nullptr;
       free_.erase(it);
       if (left > 0) free_[base + need] = left;
-      return reinterpret_cast<void*>(base);
+      return reinterpret_cast<void*>(base + kGranule);
     }
     errno = ENOMEM;
     return nullptr;
   }
 
   void give_back(void* p, std::size_t span) {
-    auto base = reinterpret_cast<std::uintptr_t>(p);
-    std::size_t size = span + kGuard;
-    // discard the pages and make the range a guard again
-    mmap(p, span, PROT_NONE, kGuardFlags, -1, 0);
+    auto base = reinterpret_cast<std::uintptr_t>(p) - kGranule;
+    std::size_t size = kGranule + span + kGuard;
+    // discard the pages and make the range (the front slack too) a guard again
+    mmap(reinterpret_cast<void*>(base + kGranule - kMinSlack), kMinSlack + span, PROT_NONE, kGuardFlags, -1, 0);
     // coalesce with free neighbours
     auto next = free_.lower_bound(base);
     if (next != free_.end() && base + size == next->first) {
@@ -71,7 +75,7 @@ class Arena {
       auto raw = reinterpret_cast<std::uintptr_t>(p);
       begin_ = raw;
       end_ = raw + bytes;
-      // spans start on a granule, after a leading guard (an access before the first allocation faults)
+      // spans start on a granule, after a leading guard (an access far before the first allocation faults)
       const std::uintptr_t first = round_up(raw, kGranule) + kGuard;
       free_[first] = end_ - first;
       return true;

@@ -4,8 +4,8 @@
 // cudaHostAlloc, and the grader's shared case buffers) lives in one reserved address range that the
 // malloc heap never uses, laid out the way a GPU lays out device memory:
 //
-//   | guard | allocation .. rounding slack | guard (at least kGuard) | next allocation ...
-//           ^ 2 MiB aligned               ^ size rounded up to kGranule
+//   | guard | front slack | allocation .. rounding slack | guard (at least kGuard) | next allocation ...
+//                           ^ 2 MiB aligned               ^ size rounded up to kGranule
 //
 // * Alignment: every pointer is 2 MiB aligned, which satisfies CUDA's promise that memory returned by
 //   an allocation routine is aligned to at least 256 bytes (CUDA C++ Programming Guide, "Device Memory
@@ -20,6 +20,11 @@
 //   gets one more granule): on a GPU the memory right after such an allocation is usually the next
 //   allocation (consecutive allocations are adjacent), so a read or write a tile past the end goes
 //   unnoticed there too; the emulator has no neighbours, so it maps that slack itself.
+// * Front slack: the kMinSlack bytes before every allocation are mapped too. On a GPU the memory just
+//   before an allocation is the previous allocation's slack or a neighbour in the same 2 MiB page, so a
+//   write to p[-1] goes unnoticed by the hardware (compute-sanitizer's memcheck reports it, on the
+//   cases it checks); it faulted here, and a slot graded crash on every case emulated had passes and one
+//   memory_error on the GPU.
 // * Guard: beyond the mapped part nothing is mapped for at least kGuard bytes (PROT_NONE). An access
 //   there faults (SIGSEGV), which the scheduler turns into a sticky cudaErrorIllegalAddress, as a GPU
 //   reports an access to unmapped device memory. The guard is wide so that a thread that writes far

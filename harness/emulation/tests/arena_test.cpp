@@ -210,10 +210,21 @@ TEST_F(Arena, NullPointerWriteIsAnIllegalAddress) {
   EXPECT_TRUE(contains(diagnostic(), "a null pointer")) << diagnostic();
 }
 
-TEST_F(Arena, WriteBeforeTheStartFaults) {
+constexpr long long kFrontSlack = 64 << 10;  // bytes mapped before every allocation (arena.h: kMinSlack)
+
+TEST_F(Arena, WriteJustBeforeTheStartIsSilentAsOnAGpu) {
+  // p[-1] lands in the front slack (on a GPU: a neighbour or slack in the same 2 MiB page)
   int* d = device_ints(100);
-  EXPECT_EQ(arena_test::write_at(d, -1, 1), cudaErrorIllegalAddress);
-  EXPECT_TRUE(contains(diagnostic(), "4 bytes before the start of the 400-byte allocation")) << diagnostic();
+  EXPECT_EQ(arena_test::write_at(d, -1, 1), cudaSuccess) << diagnostic();
+  EXPECT_EQ(arena_test::write_at(d, -kFrontSlack / 4, 1), cudaSuccess) << diagnostic();
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+}
+
+TEST_F(Arena, WriteFarBeforeTheStartFaults) {
+  int* d = device_ints(100);
+  EXPECT_EQ(arena_test::write_at(d, -kFrontSlack / 4 - 1, 1), cudaErrorIllegalAddress);
+  EXPECT_TRUE(contains(diagnostic(), std::to_string(kFrontSlack + 4) + " bytes before the start of the 400-byte "
+                                     "allocation")) << diagnostic();
 }
 
 TEST_F(Arena, UseAfterFreeFaults) {
