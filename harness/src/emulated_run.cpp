@@ -3,14 +3,18 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 
 #include "scangrade/child.h"
 #include "scangrade/emu.h"
@@ -238,35 +242,93 @@ template RunRecord<std::int32_t> run_emulated<std::int32_t>(const ScanFn<std::in
                                                             const std::vector<std::int32_t>&);
 template RunRecord<float> run_emulated<float>(const ScanFn<float>&, const std::vector<float>&);
 
-StartedChild start_isolated(const std::function<std::string()>& body) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    close(fds[0]);
-    std::string payload;
-    try {
-      payload = body();
-    } catch (const std::exception& e) {
-      payload = std::string("\x01") + e.what();
-    }
-    for (std::size_t done = 0; done < payload.size();) {
-      const ssize_t w = write(fds[1], payload.data() + done, payload.size() - done);
-      if (w <= 0) _exit(3);
-      done += static_cast<std::size_t>(w);
-    }
-    _exit(0);
+namespace {
+
+/// A file with no name (gone when its last descriptor is closed), for a child's stdout or stderr.
+int unnamed_file() {
+  std::FILE* f = std::tmpfile();
+  if (f == nullptr) throw std::runtime_error(std::string("tmpfile: ") + std::strerror(errno));
+  const int fd = dup(fileno(f));
+  std::fclose(f);
+  if (fd < 0) throw std::runtime_error(std::string("dup: ") + std::strerror(errno));
+  return fd;
+}
+
+/// What the child wrote in `fd` (up to kChildOutputCap); closes it.
+std::string read_back(int fd) {
+  std::string text;
+  if (fd < 0) return text;
+  char chunk[65536];
+  for (off_t at = 0; text.size() < kChildOutputCap;) {
+    const ssize_t got = pread(fd, chunk, std::min(sizeof chunk, kChildOutputCap - text.size()), at);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    text.append(chunk, static_cast<std::size_t>(got));
+    at += got;
   }
-  close(fds[1]);
-  return StartedChild{pid, fds[0]};
+  close(fd);
+  if (text.size() == kChildOutputCap)
+    text += "\n[make test keeps the first " + std::to_string(kChildOutputCap >> 20) + " MiB a case prints here]\n";
+  return text;
+}
+
+/// The end of a crash's message: the last lines the child wrote on stderr (its own diagnosis, such as
+/// a CUDA error check's), each cut at 200 characters. Sets `all` when every line is quoted whole.
+std::string last_words(const std::string& errors, bool& all) {
+  constexpr std::size_t kLines = 12, kWidth = 200;
+  std::vector<std::string> lines;
+  std::istringstream in(errors);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  while (!lines.empty() && lines.back().find_first_not_of(" \r\t") == std::string::npos) lines.pop_back();
+  all = lines.size() <= kLines;
+  std::string quoted;
+  for (std::size_t i = lines.size() > kLines ? lines.size() - kLines : 0; i < lines.size(); ++i) {
+    all = all && lines[i].size() <= kWidth;
+    quoted += "\n  " + (lines[i].size() > kWidth ? lines[i].substr(0, kWidth - 3) + "..." : lines[i]);
+  }
+  if (quoted.empty()) return "";
+  return std::string(all ? "; it wrote on stderr:" : "; the last lines it wrote on stderr:") + quoted;
+}
+
+}  // namespace
+
+StartedChild start_isolated(const std::function<std::string()>& body) {
+  StartedChild child;
+  child.out = unnamed_file();
+  child.err = unnamed_file();
+  try {
+    const Forked forked = fork_child(
+        [&body] {
+          // a file's size limit: a kernel printing in a loop fills at most kChildOutputCap of the disk
+          signal(SIGXFSZ, SIG_IGN);
+          const rlimit cap{kChildOutputCap, kChildOutputCap};
+          setrlimit(RLIMIT_FSIZE, &cap);
+          return body();
+        },
+        ForkOptions{false, child.out, child.err, false});
+    child.pid = forked.pid;
+    child.fd = forked.fd;
+  } catch (...) {
+    close(child.out);
+    close(child.err);
+    throw;
+  }
+  return child;
 }
 
 void abandon_isolated(StartedChild child) {
   if (child.pid <= 0) return;
   kill(child.pid, SIGKILL);
   finish_child(child.pid, child.fd, 0);  // reaps it (and what it left running in its group)
+  close(child.out);
+  close(child.err);
+}
+
+std::string timeout_message(double deadline_s) {
+  std::ostringstream msg;
+  msg << "no result within " << deadline_s << " s: the kernel may spin forever (e.g. waiting for a flag that no "
+      << "earlier block sets)";
+  return msg.str();
 }
 
 Isolated run_isolated(const std::function<std::string()>& body, double timeout_s) {
@@ -276,24 +338,37 @@ Isolated run_isolated(const std::function<std::string()>& body, double timeout_s
 Isolated finish_isolated(StartedChild child, double timeout_s) {
   Isolated result;
   const ChildEnd end = finish_child(child.pid, child.fd, timeout_s);
+  result.output = read_back(child.out);
+  result.errors = read_back(child.err);
   const int wstatus = end.wait_status;
+  const bool called_exit = end.output.size() >= std::strlen(kChildCalledExit) &&
+                           end.output.compare(end.output.size() - std::strlen(kChildCalledExit),
+                                              std::string::npos, kChildCalledExit) == 0;
   if (end.timed_out) {
     result.status = Status::Timeout;
-    std::ostringstream msg;
-    msg << "no result within " << timeout_s << " s: the kernel may spin forever (e.g. waiting for a flag that no "
-        << "earlier block sets)";
-    result.message = msg.str();
-  } else if (WIFSIGNALED(wstatus)) {
-    result.status = Status::Crash;
+    result.message = timeout_message(timeout_s);
+    return result;
+  }
+  result.status = Status::Crash;
+  if (WIFSIGNALED(wstatus)) {
     result.message = std::string("the process died: signal ") + std::to_string(WTERMSIG(wstatus)) + " (" +
                      strsignal(WTERMSIG(wstatus)) + ")";
+    if (WTERMSIG(wstatus) == SIGABRT) result.message += ": abort(), a failed assert or an exception that escaped";
+  } else if (called_exit) {
+    result.message = "the slot called exit(" + std::to_string(WEXITSTATUS(wstatus)) +
+                     "), which ends the whole program: a slot must return, even after a CUDA error (the "
+                     "harness checks for CUDA errors after the call)";
   } else if (WEXITSTATUS(wstatus) != 0) {
-    result.status = Status::Crash;
     result.message = "the process exited with code " + std::to_string(WEXITSTATUS(wstatus));
+  } else if (end.output.empty()) {
+    result.message = "the process ended (code 0) before the case's result was written";
   } else {
+    result.status = Status::Pass;
     result.finished = true;
     result.payload = end.output;
+    return result;
   }
+  result.message += last_words(result.errors, result.errors_quoted);
   return result;
 }
 

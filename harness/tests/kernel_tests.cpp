@@ -30,7 +30,11 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#ifndef SCANGRADE_EMULATED
+#include <dlfcn.h>
+#endif
 
+#include "scangrade/child.h"
 #include "scangrade/device_run.h"
 #include "scangrade/inputs.h"
 #include "scangrade/oracle.h"
@@ -77,20 +81,78 @@ const Suite& suite() {
 }
 
 std::map<Slot, std::string> g_not_implemented_at;  // "student/x.cu:N": the not_implemented() call's line
+/// A slot whose file is not linked (its starter file stands in): it did not compile
+/// (SCANGRADE_COMPILE_ERRORS) or it breaks a build-time rule (SCANGRADE_POLICY_VIOLATIONS).
+struct NotLinked {
+  Status status;    // CompileError or PolicyViolation
+  std::string why;  // compile error: why; policy violation: the grader's message
+};
+std::map<Slot, NotLinked> g_not_linked;
 
-/// The starter files throw NotImplemented before touching their arguments: an n = 0 call tells.
-bool slot_is_implemented(Slot slot, DType dtype) {
+/// What an n = 0 call of a slot said: "N" + where when it threw NotImplemented, anything else when not.
+std::string probe_call(Slot slot, DType dtype) {
   const ScanKind kind = fixed_kind(slot).value_or(ScanKind::Inclusive);
   try {
     if (dtype == DType::Int32) implementation().get<std::int32_t>(slot, kind)(nullptr, nullptr, 0, nullptr);
     else implementation().get<float>(slot, kind)(nullptr, nullptr, 0, nullptr);
   } catch (const NotImplemented& e) {
-    if (!e.where.empty()) g_not_implemented_at.emplace(slot, e.where);
-    return false;
-  } catch (...) {
+    return "N" + e.where;
   }
-  cudaGetLastError();
+  return "I";
+}
+
+/// Whether this process may fork a child that calls a slot. Emulated: always (every case runs in a
+/// forked child). GPU: a child forked after the parent initialised CUDA cannot use it, so the probes
+/// run in children only while CUDA is untouched here: they run while GoogleTest registers the tests
+/// (params_for, from InitGoogleTest), before any test body, and the CUDA runtime loads the driver
+/// (libcuda) at its first call, so the driver not loaded yet means no CUDA in this process. When it is
+/// loaded (something called CUDA first), the probe runs in this process, as it did before.
+bool may_fork_probes() {
+#ifdef SCANGRADE_EMULATED
   return true;
+#else
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (driver != nullptr) dlclose(driver);
+  return driver == nullptr;
+#endif
+}
+
+constexpr double kProbeDeadlineS = 5;
+
+/// The starter files throw NotImplemented before touching their arguments: an n = 0 call tells. Each
+/// slot and type is called in a forked child of its own (its own process group, its stdout and stderr
+/// to /dev/null), all at once under one deadline, so that a slot that exits, aborts, faults, throws
+/// something else or hangs at n = 0 costs nothing here: any outcome but NotImplemented (an exit, a
+/// signal, another exception, the deadline) is "implemented", and the slot's cases give it its status.
+/// Slots that are not linked (g_not_linked) are not called.
+bool slot_is_implemented(Slot slot, DType dtype) {
+  static std::map<std::pair<Slot, DType>, std::string> said;  // what each probe wrote ("N" + where)
+  static bool probed = false;
+  if (!probed && may_fork_probes()) {
+    probed = true;
+    std::map<std::pair<Slot, DType>, Forked> children;
+    for (Slot s : kAllSlots)
+      for (DType d : kAllDTypes)
+        if (!g_not_linked.count(s)) try {  // no probe (fork failed): implemented, its cases tell
+            children[{s, d}] = fork_child([s, d] { return probe_call(s, d); }, ForkOptions{true, -1, -1, true});
+          } catch (const std::runtime_error&) {
+          }
+    const auto start = std::chrono::steady_clock::now();
+    for (const auto& [which, child] : children) {
+      const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      said[which] = finish_child(child.pid, child.fd, std::max(0.0, kProbeDeadlineS - spent), 4096).output;
+    }
+  } else if (!probed) {  // GPU, CUDA already in use: in this process (a slot that exits ends the program)
+    try {
+      said[{slot, dtype}] = probe_call(slot, dtype);
+    } catch (...) {
+    }
+    cudaGetLastError();
+  }
+  const auto it = said.find({slot, dtype});
+  if (it == said.end() || it->second.empty() || it->second[0] != 'N') return true;
+  if (it->second.size() > 1) g_not_implemented_at.emplace(slot, it->second.substr(1));
+  return false;
 }
 
 // --- outcomes and the terminal printer ------------------------------------------------------------
@@ -109,13 +171,6 @@ struct Outcome {
 std::map<std::string, Outcome> g_outcome;             // "Suite.Test" -> what the case gave
 std::map<std::string, std::pair<Slot, DType>> g_test_owner;  // "Suite.Test" -> slot, dtype
 std::map<std::pair<Slot, DType>, bool> g_not_implemented;
-/// A slot whose file is not linked (its starter file stands in): it did not compile
-/// (SCANGRADE_COMPILE_ERRORS) or it breaks a build-time rule (SCANGRADE_POLICY_VIOLATIONS).
-struct NotLinked {
-  Status status;    // CompileError or PolicyViolation
-  std::string why;  // compile error: why; policy violation: the grader's message
-};
-std::map<Slot, NotLinked> g_not_linked;
 std::map<Slot, std::size_t> g_timeouts_in_a_row;      // the stop rule (kStopAfterTimeouts)
 #ifdef SCANGRADE_EMULATED
 std::map<std::string, Case> g_runnable;  // "Suite.Test" -> its case, when it runs a kernel
@@ -443,7 +498,9 @@ class Prefetch {
     if (it == started_.end()) return finish_isolated(start_case(c), deadline);
     const StartedChild child = it->second;
     started_.erase(it);
-    return finish_isolated(child, deadline - keep_busy(test, child, deadline));
+    Isolated result = finish_isolated(child, deadline - keep_busy(test, child, deadline));
+    if (result.status == Status::Timeout) result.message = timeout_message(deadline);  // not what was left
+    return result;
   }
 
   ~Prefetch() {  // cases started that never ran (--gtest_fail_fast stopped early): not left running
@@ -529,6 +586,9 @@ template <typename T>
 Verdict run_case(const Case& c) {
   const ::testing::TestInfo& info = *::testing::UnitTest::GetInstance()->current_test_info();
   const Isolated child = Prefetch::get().run(std::string(info.test_suite_name()) + "." + info.name(), c);
+  // what the slot printed (a kernel's printf), here in the order of the cases, before the verdict
+  std::cout << child.output << std::flush;
+  if (!child.errors_quoted) std::cerr << child.errors << std::flush;  // a crash's message quotes it otherwise
   if (!child.finished) return {child.status, c.id + ": " + child.message};
   const auto split = child.payload.find('\n');
   const std::optional<Status> status = parse_status(child.payload.substr(0, split));

@@ -42,11 +42,19 @@ struct Isolated {
   bool finished = false;  // the child ran `body` to the end
   std::string payload;    // what body returned (when finished)
   Status status = Status::Pass;  // Timeout or Crash when not finished
-  std::string message;
+  std::string message;    // when not finished; a crash's ends with the last lines the child wrote on stderr
+  std::string output;     // what the child printed on stdout (a kernel's printf), up to kChildOutputCap
+  std::string errors;     // what it printed on stderr, up to kChildOutputCap
+  bool errors_quoted = false;  // message quotes all of `errors`
 };
 
+/// What a child may print on stdout, and on stderr, that is kept (the file it writes stops there).
+inline constexpr std::size_t kChildOutputCap = std::size_t{8} << 20;
+
 /// Runs body() in a forked child with a deadline; the child's return value comes back through a
-/// pipe. A child that runs past the deadline is killed (Timeout); one that dies is a Crash.
+/// pipe, what it prints on stdout and stderr in Isolated::output and errors (each written to a file
+/// of its own, so that several children never mix their lines; the caller prints them in its order).
+/// A child that runs past the deadline is killed (Timeout); one that dies, or calls exit(), is a Crash.
 Isolated run_isolated(const std::function<std::string()>& body, double timeout_s);
 
 /// run_isolated in two steps, so that several children can run at once (the kernel tests run the
@@ -56,10 +64,15 @@ Isolated run_isolated(const std::function<std::string()>& body, double timeout_s
 /// not wanted.
 struct StartedChild {
   pid_t pid = -1;
-  int fd = -1;  // read end of the child's pipe
+  int fd = -1;   // read end of the child's pipe
+  int out = -1;  // the files its stdout and stderr go to
+  int err = -1;
 };
 StartedChild start_isolated(const std::function<std::string()>& body);
 Isolated finish_isolated(StartedChild child, double timeout_s);
 void abandon_isolated(StartedChild child);
+
+/// A Timeout's message: no result within `deadline_s` seconds (the case's whole deadline).
+std::string timeout_message(double deadline_s);
 
 }  // namespace scangrade
