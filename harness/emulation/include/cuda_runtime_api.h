@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #define SCANGRADE_EMULATION 1
 #ifndef CUDART_VERSION
@@ -272,29 +273,56 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t count, cudaM
 cudaError_t cudaMemset(void* ptr, int value, std::size_t count);
 cudaError_t cudaMemsetAsync(void* ptr, int value, std::size_t count, cudaStream_t stream = 0);
 
+// The C++ overloads below take any T** as CUDA's cuda_runtime.h does, whose templates convert it with
+// `(void**)(void*)ptr`: T may be cv-qualified (`volatile int* p; cudaMalloc(&p, bytes)` compiles with nvcc).
+// The pointer-taking functions above (cudaFree, cudaMemcpy, cudaMemset, ...) take void* as CUDA's do, so a
+// volatile or const pointer needs a cast there, as with nvcc.
+namespace scangrade::emu::detail {
+template <class T>
+inline void** as_void_out(T** ptr) {
+  return static_cast<void**>(static_cast<void*>(ptr));
+}
+}  // namespace scangrade::emu::detail
+
+inline cudaError_t cudaMallocHost(void** ptr, std::size_t size, unsigned int flags) {
+  return cudaHostAlloc(ptr, size, flags);
+}
+cudaError_t cudaMallocFromPoolAsync(void** ptr, std::size_t size, cudaMemPool_t pool, cudaStream_t stream);
+inline cudaError_t cudaMallocAsync(void** ptr, std::size_t size, cudaMemPool_t pool, cudaStream_t stream) {
+  return cudaMallocFromPoolAsync(ptr, size, pool, stream);
+}
+
 template <class T>
 inline cudaError_t cudaMalloc(T** ptr, std::size_t size) {
-  return cudaMalloc(reinterpret_cast<void**>(ptr), size);
+  return cudaMalloc(::scangrade::emu::detail::as_void_out(ptr), size);
 }
 template <class T>
-inline cudaError_t cudaMallocHost(T** ptr, std::size_t size) {
-  return cudaMallocHost(reinterpret_cast<void**>(ptr), size);
+inline cudaError_t cudaMallocHost(T** ptr, std::size_t size, unsigned int flags = 0) {
+  return cudaMallocHost(::scangrade::emu::detail::as_void_out(ptr), size, flags);
 }
 template <class T>
 inline cudaError_t cudaHostAlloc(T** ptr, std::size_t size, unsigned int flags) {
-  return cudaHostAlloc(reinterpret_cast<void**>(ptr), size, flags);
+  return cudaHostAlloc(::scangrade::emu::detail::as_void_out(ptr), size, flags);
 }
 template <class T>
 inline cudaError_t cudaHostGetDevicePointer(T** device_ptr, void* host_ptr, unsigned int flags) {
-  return cudaHostGetDevicePointer(reinterpret_cast<void**>(device_ptr), host_ptr, flags);
+  return cudaHostGetDevicePointer(::scangrade::emu::detail::as_void_out(device_ptr), host_ptr, flags);
 }
 template <class T>
 inline cudaError_t cudaMallocManaged(T** ptr, std::size_t size, unsigned int flags = cudaMemAttachGlobal) {
-  return cudaMallocManaged(reinterpret_cast<void**>(ptr), size, flags);
+  return cudaMallocManaged(::scangrade::emu::detail::as_void_out(ptr), size, flags);
 }
 template <class T>
 inline cudaError_t cudaMallocAsync(T** ptr, std::size_t size, cudaStream_t stream) {
-  return cudaMallocAsync(reinterpret_cast<void**>(ptr), size, stream);
+  return cudaMallocAsync(::scangrade::emu::detail::as_void_out(ptr), size, stream);
+}
+template <class T>
+inline cudaError_t cudaMallocAsync(T** ptr, std::size_t size, cudaMemPool_t pool, cudaStream_t stream) {
+  return cudaMallocFromPoolAsync(::scangrade::emu::detail::as_void_out(ptr), size, pool, stream);
+}
+template <class T>
+inline cudaError_t cudaMallocFromPoolAsync(T** ptr, std::size_t size, cudaMemPool_t pool, cudaStream_t stream) {
+  return cudaMallocFromPoolAsync(::scangrade::emu::detail::as_void_out(ptr), size, pool, stream);
 }
 
 // memory pools (the default pool is the only one; it counts cudaMallocAsync bytes in use)
@@ -398,25 +426,85 @@ struct cudaFuncAttributes {
 };
 
 // symbols (__device__ / __constant__ variables are ordinary host globals; a copy from or to host memory
-// is traced as a host<->device copy, see scangrade::emu::trace_begin)
-void scangrade_emu_symbol_copy(const char* api, const void* other, std::size_t count, cudaMemcpyKind kind,
-                               bool to_symbol);
+// is traced as a host<->device copy, see scangrade::emu::trace_begin). As CUDA's templates, these take
+// the symbol as `const T&` (any cv-qualification) and its size is sizeof(T). The copy itself is
+// scangrade_emu_symbol_copy (runtime.cpp), which refuses what the CUDA runtime refuses (measured on an
+// H200, CUDA 13.0): a kind the direction does not allow (to a symbol: cudaMemcpyHostToHost,
+// cudaMemcpyDeviceToHost; from a symbol: cudaMemcpyHostToHost, cudaMemcpyHostToDevice; any value
+// outside the enum) is cudaErrorInvalidMemcpyDirection, cudaMemcpyDeviceToDevice with memory that is
+// not the device's and offset + count past the symbol's end are cudaErrorInvalidValue; each is also
+// left for cudaGetLastError.
+cudaError_t scangrade_emu_symbol_copy(const char* api, void* symbol, std::size_t symbol_size, std::size_t offset,
+                                      void* other, std::size_t count, cudaMemcpyKind kind, bool to_symbol,
+                                      cudaStream_t stream);
+namespace scangrade::emu::detail {
+/// The symbol's address, or nullptr when the emulator cannot use it as one: a const object (a string
+/// literal, a variable declared const: read-only memory here) as the destination of a copy.
 template <class T>
-inline cudaError_t cudaMemcpyToSymbol(T& symbol, const void* src, std::size_t count,
-                                      std::size_t offset = 0, cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
-  if (offset + count > sizeof(T)) return cudaErrorInvalidValue;
-  scangrade_emu_symbol_copy("cudaMemcpyToSymbol", src, count, kind, true);
-  return cudaMemcpy(reinterpret_cast<char*>(&symbol) + offset, src, count, cudaMemcpyHostToHost);
+inline void* symbol_address(const T& symbol, bool written) {
+  if (written && std::is_const_v<T>) return nullptr;
+  return const_cast<void*>(static_cast<const volatile void*>(&symbol));
+}
+}  // namespace scangrade::emu::detail
+template <class T>
+inline cudaError_t cudaMemcpyToSymbol(const T& symbol, const void* src, std::size_t count, std::size_t offset = 0,
+                                      cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+  return scangrade_emu_symbol_copy("cudaMemcpyToSymbol", ::scangrade::emu::detail::symbol_address(symbol, true),
+                                   sizeof(T), offset, const_cast<void*>(src), count, kind, true, 0);
 }
 template <class T>
-inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, std::size_t count,
-                                        std::size_t offset = 0, cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
-  if (offset + count > sizeof(T)) return cudaErrorInvalidValue;
-  scangrade_emu_symbol_copy("cudaMemcpyFromSymbol", dst, count, kind, false);
-  return cudaMemcpy(dst, reinterpret_cast<const char*>(&symbol) + offset, count, cudaMemcpyHostToHost);
+inline cudaError_t cudaMemcpyToSymbolAsync(const T& symbol, const void* src, std::size_t count,
+                                           std::size_t offset = 0, cudaMemcpyKind kind = cudaMemcpyHostToDevice,
+                                           cudaStream_t stream = 0) {
+  return scangrade_emu_symbol_copy("cudaMemcpyToSymbolAsync", ::scangrade::emu::detail::symbol_address(symbol, true),
+                                   sizeof(T), offset, const_cast<void*>(src), count, kind, true, stream);
 }
 template <class T>
-inline cudaError_t cudaGetSymbolAddress(void** dev_ptr, T& symbol) {
-  *dev_ptr = static_cast<void*>(&symbol);
+inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T& symbol, std::size_t count, std::size_t offset = 0,
+                                        cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
+  return scangrade_emu_symbol_copy("cudaMemcpyFromSymbol", ::scangrade::emu::detail::symbol_address(symbol, false),
+                                   sizeof(T), offset, dst, count, kind, false, 0);
+}
+template <class T>
+inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T& symbol, std::size_t count, std::size_t offset = 0,
+                                             cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t stream = 0) {
+  return scangrade_emu_symbol_copy("cudaMemcpyFromSymbolAsync", ::scangrade::emu::detail::symbol_address(symbol, false),
+                                   sizeof(T), offset, dst, count, kind, false, stream);
+}
+// A temporary (`cudaMemcpyToSymbol(&table, ...)`) binds CUDA's `const T&` too, and the runtime finds no
+// symbol at its address: cudaErrorInvalidSymbol. These overloads take the temporaries here.
+template <class T>
+inline cudaError_t cudaMemcpyToSymbol(const T&&, const void* src, std::size_t count, std::size_t offset = 0,
+                                      cudaMemcpyKind kind = cudaMemcpyHostToDevice) {
+  return scangrade_emu_symbol_copy("cudaMemcpyToSymbol", nullptr, sizeof(T), offset, const_cast<void*>(src), count,
+                                   kind, true, 0);
+}
+template <class T>
+inline cudaError_t cudaMemcpyToSymbolAsync(const T&&, const void* src, std::size_t count, std::size_t offset = 0,
+                                           cudaMemcpyKind kind = cudaMemcpyHostToDevice, cudaStream_t stream = 0) {
+  return scangrade_emu_symbol_copy("cudaMemcpyToSymbolAsync", nullptr, sizeof(T), offset, const_cast<void*>(src),
+                                   count, kind, true, stream);
+}
+template <class T>
+inline cudaError_t cudaMemcpyFromSymbol(void* dst, const T&&, std::size_t count, std::size_t offset = 0,
+                                        cudaMemcpyKind kind = cudaMemcpyDeviceToHost) {
+  return scangrade_emu_symbol_copy("cudaMemcpyFromSymbol", nullptr, sizeof(T), offset, dst, count, kind, false, 0);
+}
+template <class T>
+inline cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const T&&, std::size_t count, std::size_t offset = 0,
+                                             cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t stream = 0) {
+  return scangrade_emu_symbol_copy("cudaMemcpyFromSymbolAsync", nullptr, sizeof(T), offset, dst, count, kind, false,
+                                   stream);
+}
+template <class T>
+inline cudaError_t cudaGetSymbolAddress(void** dev_ptr, const T& symbol) {
+  if (dev_ptr == nullptr) return cudaErrorInvalidValue;
+  *dev_ptr = ::scangrade::emu::detail::symbol_address(symbol, false);
+  return cudaSuccess;
+}
+template <class T>
+inline cudaError_t cudaGetSymbolSize(std::size_t* size, const T&) {
+  if (size == nullptr) return cudaErrorInvalidValue;
+  *size = sizeof(T);
   return cudaSuccess;
 }

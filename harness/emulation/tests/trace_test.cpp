@@ -108,6 +108,95 @@ TEST_F(EmuTrace, SymbolCopiesAreHostDeviceCopies) {
   EXPECT_EQ(copies_of(t, "cudaMemcpyFromSymbol")->d2h_bytes, 256u);
 }
 
+// What the CUDA runtime returned for each kind, measured on an H200 (CUDA 13.0): to a symbol,
+// cudaMemcpyHostToHost and cudaMemcpyDeviceToHost are refused; from a symbol, cudaMemcpyHostToHost and
+// cudaMemcpyHostToDevice; cudaMemcpyDeviceToDevice needs device memory on the other side; the error is
+// left for cudaGetLastError and nothing is copied.
+TEST_F(EmuTrace, SymbolCopyKindsAreCheckedAsOnTheGpu) {
+  constexpr cudaMemcpyKind kBad = static_cast<cudaMemcpyKind>(7);
+  const cudaMemcpyKind kinds[] = {cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                                  cudaMemcpyDeviceToDevice, cudaMemcpyDefault, kBad};
+  const cudaError_t dir = cudaErrorInvalidMemcpyDirection, ok = cudaSuccess, inval = cudaErrorInvalidValue;
+  // by kind, in the order above: [to, from] x [host memory, device memory]
+  const cudaError_t to_host[] = {dir, ok, dir, inval, ok, dir};
+  const cudaError_t to_device[] = {dir, ok, dir, ok, ok, dir};
+  const cudaError_t from_host[] = {dir, dir, ok, inval, ok, dir};
+  const cudaError_t from_device[] = {dir, dir, ok, ok, ok, dir};
+  float* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 1024 * sizeof(float)), cudaSuccess);
+  std::vector<float> h(1024), zeros(1024, 0.0f), back(1024);
+  for (int i = 0; i < 1024; ++i) h[i] = 1.0f + i;
+  ASSERT_EQ(cudaMemcpy(d, h.data(), 4096, cudaMemcpyHostToDevice), cudaSuccess);
+  auto check = [&](cudaError_t got, cudaError_t want, bool copied, const std::string& what) {
+    EXPECT_EQ(got, want) << what << ": " << scangrade::emu::last_diagnostic();
+    EXPECT_EQ(cudaGetLastError(), want) << what;
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess) << what;
+    EXPECT_EQ(copied, want == cudaSuccess) << what;
+    if (want == cudaErrorInvalidMemcpyDirection) {
+      EXPECT_NE(std::string(scangrade::emu::last_diagnostic()).find("is not a direction of this copy"),
+                std::string::npos) << what;
+    }
+  };
+  for (int k = 0; k < 6; ++k) {
+    for (bool async : {false, true}) {
+      const std::string tag = "kind " + std::to_string(int(kinds[k])) + (async ? " async" : "");
+      ASSERT_EQ(emu_trace_test::to_table(zeros.data(), 4096, 0, cudaMemcpyHostToDevice, false), cudaSuccess);
+      cudaError_t e = emu_trace_test::to_table(h.data(), 4096, 0, kinds[k], async);
+      ASSERT_EQ(emu_trace_test::from_table(back.data(), 4096, 0, cudaMemcpyDeviceToHost, false), cudaSuccess);
+      check(e, to_host[k], back == h, "to a symbol from host memory, " + tag);
+      ASSERT_EQ(emu_trace_test::to_table(zeros.data(), 4096, 0, cudaMemcpyHostToDevice, false), cudaSuccess);
+      e = emu_trace_test::to_table(d, 4096, 0, kinds[k], async);
+      ASSERT_EQ(emu_trace_test::from_table(back.data(), 4096, 0, cudaMemcpyDeviceToHost, false), cudaSuccess);
+      check(e, to_device[k], back == h, "to a symbol from device memory, " + tag);
+
+      ASSERT_EQ(emu_trace_test::to_table(h.data(), 4096, 0, cudaMemcpyHostToDevice, false), cudaSuccess);
+      back = zeros;
+      e = emu_trace_test::from_table(back.data(), 4096, 0, kinds[k], async);
+      check(e, from_host[k], back == h, "from a symbol to host memory, " + tag);
+      ASSERT_EQ(cudaMemset(d, 0, 4096), cudaSuccess);
+      e = emu_trace_test::from_table(d, 4096, 0, kinds[k], async);
+      ASSERT_EQ(cudaMemcpy(back.data(), d, 4096, cudaMemcpyDeviceToHost), cudaSuccess);
+      check(e, from_device[k], back == h, "from a symbol to device memory, " + tag);
+      ASSERT_EQ(cudaMemcpy(d, h.data(), 4096, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  cudaFree(d);
+}
+
+TEST_F(EmuTrace, SymbolCopiesPastTheEndOrThroughATemporaryAreRefused) {
+  std::vector<float> h(1025, 2.0f);
+  EXPECT_EQ(emu_trace_test::table_size(), 4096u);
+  EXPECT_EQ(emu_trace_test::to_table(h.data(), 4096, 4, cudaMemcpyHostToDevice, false), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(emu_trace_test::from_table(h.data(), 4100, 0, cudaMemcpyDeviceToHost, true), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  EXPECT_EQ(emu_trace_test::to_table(h.data(), 4092, 4, cudaMemcpyHostToDevice, false), cudaSuccess);
+  EXPECT_EQ(emu_trace_test::to_table_through_temporary(h.data()), cudaErrorInvalidSymbol);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidSymbol);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(EmuTrace, SymbolCopiesFromDeviceMemoryAreNotHostCopies) {
+  float* d = nullptr;
+  ASSERT_EQ(cudaMalloc(&d, 4096), cudaSuccess);
+  ASSERT_EQ(cudaMemset(d, 0, 4096), cudaSuccess);
+  scangrade::emu::trace_begin();
+  ASSERT_EQ(emu_trace_test::to_table(d, 4096, 0, cudaMemcpyDeviceToDevice, false), cudaSuccess);
+  ASSERT_EQ(emu_trace_test::from_table(d, 4096, 0, cudaMemcpyDefault, true), cudaSuccess);
+  Trace t = scangrade::emu::trace_end();
+  EXPECT_TRUE(t.copies.empty());
+  EXPECT_EQ(t.d2h_so_far, 0u);
+  cudaFree(d);
+}
+
+TEST_F(EmuTrace, VolatileAndConstPointersAllocateAsWithNvcc) {
+  std::vector<int> out(200, 0), want(200);
+  for (int i = 0; i < 200; ++i) want[i] = i + 1;
+  ASSERT_EQ(emu_trace_test::volatile_allocations(200, out.data()), cudaSuccess) << scangrade::emu::last_diagnostic();
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(scangrade::emu::bytes_in_use(), 0u);
+}
+
 TEST_F(EmuTrace, LaunchesByLaunchSiteWithTheLargestGrid) {
   int* d = nullptr;
   ASSERT_EQ(cudaMalloc(&d, 2048 * sizeof(int)), cudaSuccess);
