@@ -110,6 +110,9 @@ Command Session::command(Mode mode, const Entry& e) {
   c.nonce = random_hex(16);
   c.mode = mode;
   c.c = e.c;
+  // emulated, the cases memcheck checks on a GPU watch for writes next to the slot's own allocations
+  c.watch_slack = mode == Mode::Check && o_.backend != "gpu" &&
+                  std::find(e.c.sanitize.begin(), e.c.sanitize.end(), "memcheck") != e.c.sanitize.end();
   return c;
 }
 

@@ -88,6 +88,7 @@ void to_json(json& j, const Command& m) {
        {"kept", m.kept},
        {"sizes", m.sizes},
        {"call", m.call}};
+  if (m.watch_slack) j["watch_slack"] = true;
 }
 
 void from_json(const json& j, Command& m) {
@@ -116,6 +117,11 @@ void from_json(const json& j, Command& m) {
     m.sizes.push_back(s.get<std::uint64_t>());
   }
   m.call = static_cast<int>(f.integer("call"));
+  m.watch_slack = false;
+  if (const json* watch = f.find("watch_slack")) {
+    if (!watch->is_boolean()) throw MessageError("field 'watch_slack' is not a boolean");
+    m.watch_slack = watch->get<bool>();
+  }
   if (m.call < -1 || m.call > 1) throw MessageError("field 'call' is not -1, 0 or 1");
 }
 
@@ -140,6 +146,7 @@ void to_json(json& j, const CheckReply& m) {
   if (!m.not_implemented_at.empty()) j["not_implemented_at"] = m.not_implemented_at;
   j["race"] = m.race;
   if (!m.not_recomputed.empty()) j["not_recomputed"] = m.not_recomputed;
+  if (!m.stray_write.empty()) j["stray_write"] = m.stray_write;
   if (!m.undefined.empty()) j["undefined"] = m.undefined;
   j["leaked_bytes"] = m.leaked_bytes;
   j["leak_detail"] = m.leak_detail;
@@ -190,6 +197,11 @@ void from_json(const json& j, CheckReply& m) {
   if (const json* stale = f.find("not_recomputed")) {  // emulation workers only
     if (!stale->is_string()) throw MessageError("field 'not_recomputed' is not a string");
     m.not_recomputed = stale->get<std::string>();
+  }
+  m.stray_write.clear();
+  if (const json* stray = f.find("stray_write")) {  // emulation workers only
+    if (!stray->is_string()) throw MessageError("field 'stray_write' is not a string");
+    m.stray_write = stray->get<std::string>();
   }
   m.undefined.clear();
   if (const json* undefined = f.find("undefined")) {  // emulation workers only

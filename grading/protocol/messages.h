@@ -69,6 +69,9 @@ struct Command {
   bool kept = false;
   std::vector<std::uint64_t> sizes;  // bytes of each shared buffer, in the order of the descriptors
   int call = -1;                     // time_call: the buffer pair (0 or 1), or -1: no slot call (calibration)
+  /// check, emulation workers: watch the slack around the allocations the call makes (a case that
+  /// memcheck checks on a GPU): a write there is replied as stray_write.
+  bool watch_slack = false;
 };
 
 /// worker -> judge: the GPU part of a check is over (at most once, before its reply).
@@ -95,6 +98,7 @@ struct CheckReply : ReplyHeader {
   std::string leak_detail;
   std::string race;  // emulation workers: non-empty when the thread orders' results differ
   std::string not_recomputed;  // emulation workers: a repeated call left the result unwritten
+  std::string stray_write;     // emulation workers: a write next to an allocation the slot made
   std::string undefined;       // emulation workers: operations C++ leaves undefined that the call ran
   std::string policy;          // what the worker's policy monitor saw ("" when nothing), evidence
   std::string policy_rule;     // its rule: host_compute, library, launch
@@ -113,6 +117,7 @@ void copy_run(const From& from, To& to) {
   to.leak_detail = from.leak_detail;
   to.race = from.race;
   to.not_recomputed = from.not_recomputed;
+  to.stray_write = from.stray_write;
   to.undefined = from.undefined;
 }
 

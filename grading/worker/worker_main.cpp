@@ -43,6 +43,7 @@
 #include "policy_monitor.h"
 #ifdef SCANGRADE_EMULATED
 #include "scangrade/emu.h"
+#include "scangrade/emu_slack.h"
 #else
 #include "vmm.h"
 #endif
@@ -154,6 +155,15 @@ void trim_pools() {
 }
 #endif
 
+#ifdef SCANGRADE_EMULATED
+/// A write the call made into the slack around its own allocations (Command::watch_slack); stops watching.
+template <typename T>
+void take_stray_write(RunRecord<T>& run) {
+  if (run.error.empty() && !run.not_implemented) run.stray_write = emu::slack_write();
+  emu::watch_slack(false);
+}
+#endif
+
 /// The buffers of the last shared check, kept mapped for the next one (Command::kept).
 std::unique_ptr<SharedMappings> g_check_buffers;
 
@@ -180,8 +190,10 @@ bool check(const std::string& dir, const Command& c, CheckReply& r) {
                   {{buffers.at<const T>(0), c.sizes[0]}, {buffers.at<T>(1), c.sizes[1]}});
     monitored = true;
 #ifdef SCANGRADE_EMULATED
+    emu::watch_slack(c.watch_slack);
     run = run_emulated_in_place(fn, buffers.at<const T>(0), buffers.at<T>(1), c.c.n,
                                 [&findings] { findings = policy::end(); });
+    take_stray_write(run);
     g_check_buffers.reset();  // host memory: nothing to keep
 #else
     run = run_in_place(fn, buffers.at<const T>(0), buffers.at<T>(1) + kGuardElements, c.c.n);
@@ -191,7 +203,9 @@ bool check(const std::string& dir, const Command& c, CheckReply& r) {
   } else {
     const std::vector<T> input = read_input<T>(dir, c);
 #ifdef SCANGRADE_EMULATED
+    emu::watch_slack(c.watch_slack);
     run = run_emulated(fn, input);
+    take_stray_write(run);
 #else
     run = run_on_device(fn, input);
 #endif

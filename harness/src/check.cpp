@@ -346,6 +346,11 @@ std::optional<Verdict> record_verdict(const Case& c, const RunRecord<T>& run) {
                        " still calls not_implemented()"};
   if (!run.error.empty()) return Verdict{Status::Crash, case_heading(c) + ": " + run.error + error_hint(c, run.error)};
   if (!run.race.empty()) return Verdict{Status::Race, case_heading(c) + ": " + run.race};
+  if (!run.stray_write.empty())
+    return Verdict{Status::MemoryError, case_heading(c) + ": " + run.stray_write +
+                                            " (on a GPU: compute-sanitizer memcheck reports it as an invalid __global__ "
+                                            "write on this case; the hardware does not stop it): check the bounds of "
+                                            "the indices into your own temporaries"};
   if (!run.not_recomputed.empty()) return Verdict{Status::Fail, case_heading(c) + ": " + run.not_recomputed};
   return std::nullopt;
 }

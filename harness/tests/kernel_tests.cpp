@@ -41,6 +41,7 @@
 #include "scangrade/suite.h"
 #ifdef SCANGRADE_EMULATED
 #include "scangrade/emulated_run.h"
+#include "scangrade/emu_slack.h"
 #endif
 
 namespace scangrade::testing {
@@ -466,7 +467,12 @@ template <typename T>
 std::string case_in_child(const Case& c) {
   const std::vector<T> input = make_input<T>(c);
   const std::vector<double> expected = oracle_scan(input, c.kind);
-  const Verdict v = judge(c, input, expected, run_emulated(implementation().get<T>(c.slot, c.kind), input));
+  // the cases memcheck checks on a GPU watch for writes next to the slot's own allocations, as the grader
+  emu::watch_slack(std::find(c.sanitize.begin(), c.sanitize.end(), "memcheck") != c.sanitize.end());
+  RunRecord<T> run = run_emulated(implementation().get<T>(c.slot, c.kind), input);
+  if (run.error.empty() && !run.not_implemented) run.stray_write = emu::slack_write();
+  emu::watch_slack(false);
+  const Verdict v = judge(c, input, expected, run);
   return std::string(name(v.status)) + "\n" + v.message;
 }
 

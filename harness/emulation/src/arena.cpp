@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <iterator>
 #include <map>
+#include <string>
+
+#include "scangrade/emu_slack.h"
 
 namespace scangrade::emu::detail {
 namespace {
@@ -103,6 +107,59 @@ bool map_private(void* p, std::size_t bytes) {
   return true;
 }
 
+// ---- watched slack (emu_slack.h) ------------------------------------------------------------------
+
+constexpr unsigned char kSlackByte = 0xA5;
+constexpr unsigned char kPoisonByte = 0xFF;  // the runtime's poison, written after the fill up to a multiple of 256
+constexpr std::size_t kWatchedTail = kMinSlack - 256;  // bytes watched after the end (inside the mapped slack)
+
+struct Watch {
+  bool on = false;
+  std::map<std::uintptr_t, std::size_t> spans;  // allocation -> its size, made while watching
+  std::string finding;                          // the first write found, "" while none
+};
+
+Watch& watch() {
+  static Watch* w = new Watch;  // never destroyed, as the arena
+  return *w;
+}
+
+void fill_slack(std::uintptr_t p, std::size_t size) {
+  std::memset(reinterpret_cast<void*>(p - kMinSlack), kSlackByte, kMinSlack);
+  std::memset(reinterpret_cast<void*>(p + size), kSlackByte, kWatchedTail);
+}
+
+/// The first byte of [from, from + bytes) that is not kSlackByte (nor, in its first `poisoned` bytes,
+/// the poison byte), or bytes when none.
+std::size_t first_changed(std::uintptr_t from, std::size_t bytes, std::size_t poisoned = 0) {
+  const auto* b = reinterpret_cast<const unsigned char*>(from);
+  for (std::size_t i = 0; i < bytes; ++i)
+    if (b[i] != kSlackByte && !(i < poisoned && b[i] == kPoisonByte)) return i;
+  return bytes;
+}
+
+/// Where a write landed around the allocation at p, "" when its slack is untouched.
+std::string slack_written(std::uintptr_t p, std::size_t size) {
+  const std::uintptr_t front = p - kMinSlack;
+  if (std::size_t i = first_changed(front, kMinSlack); i < kMinSlack) {
+    return "a write " + std::to_string(kMinSlack - i) + " bytes before the start of the " + std::to_string(size) +
+           "-byte allocation the slot made";
+  }
+  if (std::size_t i = first_changed(p + size, kWatchedTail, round_up(size, 256) - size); i < kWatchedTail) {
+    return (i == 0 ? std::string("a write just past the end") : "a write " + std::to_string(i) + " bytes past the end") +
+           " of the " + std::to_string(size) + "-byte allocation the slot made";
+  }
+  return "";
+}
+
+void check_watched(std::uintptr_t p) {
+  Watch& w = watch();
+  auto it = w.spans.find(p);
+  if (it == w.spans.end()) return;
+  if (w.finding.empty()) w.finding = slack_written(p, it->second);
+  w.spans.erase(it);
+}
+
 }  // namespace
 
 std::size_t arena_mapped_size(std::size_t size) { return round_up(size + kMinSlack, kGranule); }
@@ -116,6 +173,11 @@ void* arena_map(std::size_t size) {
     arena().give_back(p, span);
     errno = err;
     return nullptr;
+  }
+  if (watch().on) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    fill_slack(a, size);
+    watch().spans[a] = size;
   }
   return p;
 }
@@ -137,9 +199,29 @@ void* arena_map_file(int fd, std::size_t size) {
 }
 
 void arena_unmap(void* base, std::size_t size) {
-  if (base != nullptr) arena().give_back(base, arena_mapped_size(size));
+  if (base == nullptr) return;
+  check_watched(reinterpret_cast<std::uintptr_t>(base));
+  arena().give_back(base, arena_mapped_size(size));
 }
 
 bool arena_contains(const void* p) { return arena().contains(reinterpret_cast<std::uintptr_t>(p)); }
 
 }  // namespace scangrade::emu::detail
+
+namespace scangrade::emu {
+
+void watch_slack(bool on) {
+  detail::Watch& w = detail::watch();
+  w.on = on;
+  w.spans.clear();
+  w.finding.clear();
+}
+
+std::string slack_write() {
+  detail::Watch& w = detail::watch();
+  for (const auto& [p, size] : w.spans)
+    if (w.finding.empty()) w.finding = detail::slack_written(p, size);
+  return w.finding;
+}
+
+}  // namespace scangrade::emu

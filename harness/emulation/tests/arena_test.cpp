@@ -18,6 +18,7 @@
 #include <scangrade/emu.h>
 
 #include "arena_kernels.h"
+#include "scangrade/emu_slack.h"
 
 namespace {
 
@@ -218,6 +219,30 @@ TEST_F(Arena, WriteJustBeforeTheStartIsSilentAsOnAGpu) {
   EXPECT_EQ(arena_test::write_at(d, -1, 1), cudaSuccess) << diagnostic();
   EXPECT_EQ(arena_test::write_at(d, -kFrontSlack / 4, 1), cudaSuccess) << diagnostic();
   EXPECT_EQ(cudaFree(d), cudaSuccess);
+}
+
+TEST_F(Arena, WatchedSlackNamesAWriteOnEitherSide) {
+  scangrade::emu::watch_slack(true);
+  int* d = device_ints(100);
+  EXPECT_EQ(scangrade::emu::slack_write(), "");
+  EXPECT_EQ(arena_test::write_at(d, 99, 1), cudaSuccess);
+  EXPECT_EQ(scangrade::emu::slack_write(), "") << "a write inside the allocation";
+  EXPECT_EQ(arena_test::write_at(d, -1, 1), cudaSuccess);
+  EXPECT_EQ(scangrade::emu::slack_write(), "a write 4 bytes before the start of the 400-byte allocation the slot made");
+  scangrade::emu::watch_slack(true);  // forgets d: only allocations made from now on are watched
+  EXPECT_EQ(scangrade::emu::slack_write(), "");
+  int* e = device_ints(100);
+  EXPECT_EQ(arena_test::write_at(e, 101, 1), cudaSuccess);  // inside the rounding to 256, poisoned
+  EXPECT_EQ(cudaFree(e), cudaSuccess);  // found when freed, kept after
+  EXPECT_EQ(scangrade::emu::slack_write(), "a write 4 bytes past the end of the 400-byte allocation the slot made");
+  scangrade::emu::watch_slack(true);
+  int* g = device_ints(100);
+  EXPECT_EQ(arena_test::write_at(g, 130, 1), cudaSuccess);  // past the rounding
+  EXPECT_EQ(scangrade::emu::slack_write(), "a write 120 bytes past the end of the 400-byte allocation the slot made");
+  EXPECT_EQ(cudaFree(g), cudaSuccess);
+  scangrade::emu::watch_slack(false);
+  EXPECT_EQ(cudaFree(d), cudaSuccess);
+  EXPECT_EQ(scangrade::emu::slack_write(), "");
 }
 
 TEST_F(Arena, WriteFarBeforeTheStartFaults) {

@@ -37,6 +37,8 @@ struct RunRecord {
   bool context_broken = false;     // a sticky CUDA error: the process cannot run more cases
   std::string race;                // non-empty: results differ between thread orders (emulation)
   std::string not_recomputed;      // non-empty: a repeated call did not compute the same result (emulation)
+  std::string stray_write;         // non-empty: a write into the slack around an allocation the slot made
+                                   // (emulation, on the cases memcheck checks on a GPU): MemoryError
   std::string undefined;           // operations C++ leaves undefined that the call ran (emulation): a note
                                    // added to any verdict but pass, never a verdict of its own
   std::vector<T> output;           // d_out[0..n)
