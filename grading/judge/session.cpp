@@ -16,25 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-/// What keeps a slot of this kind from returning, most likely first (a timeout names no line: the
-/// worker is stopped from outside, where it was is not known).
-const char* timeout_hint(Slot slot) {
-  switch (slot) {
-    case Slot::HillisSteele:
-    case Slot::Blelloch:
-      return "a loop that never ends: a stride or counter that never reaches its bound (e.g. `d * 2;` where "
-             "`d *= 2;` was meant, a stride that starts at 0, or `d >> 1` where `d >>= 1`), or threads of the block "
-             "waiting at a __syncthreads() that others skip";
-    case Slot::Hierarchical:
-      return "a loop that never ends: a loop over the levels whose size never shrinks, a recursion called again "
-             "with the same n, or a kernel loop whose stride or counter never reaches its bound";
-    case Slot::SinglePass:
-      break;
-  }
-  return "the kernel may spin forever, e.g. a block waiting for a flag that no other block sets: a tile index "
-         "taken from blockIdx (blocks may start in any order; take it from an atomic counter), a flag never "
-         "published, or a flag read without volatile or an atomic so the wait never sees it changed";
-}
 
 }  // namespace
 
@@ -384,7 +365,7 @@ Exchange Session::exchange_once(WorkerProcess& w, const Command& cmd, double dea
       w.kill_group();
       x.kind = Exchange::Timeout;
       x.message = budget_capped ? "submission time budget exhausted"
-                                : "no reply within " + format_seconds(deadline_s) + " s: " + timeout_hint(cmd.c.slot);
+                                : "no reply within " + format_seconds(deadline_s) + " s: " + timeout_causes(cmd.c.slot);
       return x;
     }
     if (got == WorkerProcess::Read::Eof) {

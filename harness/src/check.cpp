@@ -323,6 +323,24 @@ std::string element_coordinates(Slot slot, std::size_t index) {
   return out.str();
 }
 
+std::string timeout_causes(Slot slot) {
+  switch (slot) {
+    case Slot::HillisSteele:
+    case Slot::Blelloch:
+      return "a loop that never ends: a stride or counter that never reaches its bound (e.g. `d * 2;` where "
+             "`d *= 2;` was meant, a stride that starts at 0, or `d >> 1` where `d >>= 1`), or threads of the block "
+             "waiting at a __syncthreads() that others skip";
+    case Slot::Hierarchical:
+      return "a loop that never ends: a loop over the levels whose size never shrinks, a recursion called again "
+             "with the same n, or a kernel loop whose stride or counter never reaches its bound";
+    case Slot::SinglePass:
+      break;
+  }
+  return "the kernel may spin forever, e.g. a block waiting for a flag that no other block sets: a tile index "
+         "taken from blockIdx (blocks may start in any order; take it from an atomic counter), a flag never "
+         "published, or a flag read without volatile or an atomic so the wait never sees it changed";
+}
+
 /// A hint for a CUDA error the slot returned, when its cause is the usual one ("" when none).
 std::string error_hint(const Case& c, const std::string& error) {
   const bool configuration = error.find("invalid configuration") != std::string::npos;

@@ -324,10 +324,10 @@ void abandon_isolated(StartedChild child) {
   close(child.err);
 }
 
-std::string timeout_message(double deadline_s) {
+std::string timeout_message(double deadline_s, std::optional<Slot> slot) {
   std::ostringstream msg;
-  msg << "no result within " << deadline_s << " s: the kernel may spin forever (e.g. waiting for a flag that no "
-      << "earlier block sets)";
+  msg << "no result within " << deadline_s << " s: "
+      << (slot ? timeout_causes(*slot) : "the call may never return (a loop that never ends, or a kernel that spins)");
   return msg.str();
 }
 

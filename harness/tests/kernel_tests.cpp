@@ -501,11 +501,16 @@ class Prefetch {
     top_up(test);
     const double deadline = default_deadline_s(c.n, true);
     const auto it = started_.find(test);
-    if (it == started_.end()) return finish_isolated(start_case(c), deadline);
-    const StartedChild child = it->second;
-    started_.erase(it);
-    Isolated result = finish_isolated(child, deadline - keep_busy(test, child, deadline));
-    if (result.status == Status::Timeout) result.message = timeout_message(deadline);  // not what was left
+    Isolated result;
+    if (it == started_.end()) {
+      result = finish_isolated(start_case(c), deadline);
+    } else {
+      const StartedChild child = it->second;
+      started_.erase(it);
+      result = finish_isolated(child, deadline - keep_busy(test, child, deadline));
+    }
+    // the whole deadline (not what was left of it), and the slot's likely causes
+    if (result.status == Status::Timeout) result.message = timeout_message(deadline, c.slot);
     return result;
   }
 

@@ -54,6 +54,10 @@ struct Verdict {
   std::string message;  // empty for Pass
 };
 
+/// What most likely keeps a slot of this kind from returning (a timeout's message): a loop that never
+/// ends in a one-block slot or a hierarchy, a block waiting for another in the single-pass slot.
+std::string timeout_causes(Slot slot);
+
 /// The element-by-element comparison of an output with the oracle (within the tolerance rule).
 struct Comparison {
   std::size_t wrong = 0;       // elements outside the tolerance (unwritten ones included)

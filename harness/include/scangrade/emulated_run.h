@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,6 @@ Isolated finish_isolated(StartedChild child, double timeout_s);
 void abandon_isolated(StartedChild child);
 
 /// A Timeout's message: no result within `deadline_s` seconds (the case's whole deadline).
-std::string timeout_message(double deadline_s);
+std::string timeout_message(double deadline_s, std::optional<Slot> slot = std::nullopt);
 
 }  // namespace scangrade
