@@ -80,6 +80,15 @@ std::string lower(std::string s) {
   return s;
 }
 
+/// A source path as the student knows it: "student/x.cu" from the grader's copy of the submission
+/// (an absolute folder of the grading machine), or the file name alone when it is not the student's.
+std::string shown_path(const std::string& path) {
+  const auto at = path.rfind("/student/");
+  if (at != std::string::npos) return path.substr(at + 1);
+  if (path.rfind("student/", 0) == 0) return path;
+  return path.substr(path.find_last_of('/') + 1);
+}
+
 }  // namespace
 
 SanitizerReport parse_sanitizer_xml(const std::string& xml, const std::string& tool) {
@@ -106,6 +115,7 @@ SanitizerReport parse_sanitizer_xml(const std::string& xml, const std::string& t
     f.kernel = text_of(place, "func");
     f.file = text_of(place, "path");
     if (f.file.empty()) f.file = text_of(place, "file");
+    f.file = shown_path(f.file);
     const std::string line = text_of(place, "line");
     if (!line.empty() && std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isdigit(c); }))
       f.line = std::atoi(line.c_str());
@@ -118,7 +128,7 @@ SanitizerReport parse_sanitizer_xml(const std::string& xml, const std::string& t
         std::string a = text_of(*part, "direction");
         a += a.empty() ? "access" : " access";
         const std::string path = text_of(*part, "path"), line = text_of(*part, "line");
-        if (!path.empty()) a += " at " + path.substr(path.find_last_of('/') + 1) + (line.empty() ? "" : ":" + line);
+        if (!path.empty()) a += " at " + shown_path(path) + (line.empty() ? "" : ":" + line);
         return a;
       };
       const std::string source = access("source"), destination = access("destination");

@@ -178,13 +178,14 @@ TEST(SanitizerXml, RacecheckRecordsBecomeFindings) {
   EXPECT_EQ(f.tool, "racecheck");
   EXPECT_EQ(f.kind, "race");
   EXPECT_EQ(f.kernel, "void hs_kernel<int>(const int *, int *, unsigned long)");
-  EXPECT_EQ(f.file, "/subs/alice/student/hillis_steele.cu");
+  EXPECT_EQ(f.file, "student/hillis_steele.cu");  // the grading machine's folders are not shown
   EXPECT_EQ(f.line, 17);
   EXPECT_NE(f.text.find("Race reported between Write access"), std::string::npos);
   EXPECT_EQ(r.findings[1].line, 19);
   const std::string message = describe_findings(r.findings, r.records);
   EXPECT_NE(message.find("in kernel void hs_kernel<int>"), std::string::npos) << message;
-  EXPECT_NE(message.find("at /subs/alice/student/hillis_steele.cu:17"), std::string::npos) << message;
+  EXPECT_NE(message.find("at student/hillis_steele.cu:17"), std::string::npos) << message;
+  EXPECT_EQ(message.find("/subs/alice"), std::string::npos) << message;
   EXPECT_NE(message.find("(and 1 more)"), std::string::npos) << message;
 }
 
@@ -227,7 +228,7 @@ TEST(SanitizerXml, RealRacecheckReport) {
   const SanitizerFinding& f = r.findings[0];
   EXPECT_EQ(f.kind, "analysis");
   EXPECT_EQ(f.kernel, "racy_hillis_steele");
-  EXPECT_EQ(f.file, "/work/main/harness/grader/tests/racy/slots.cu");
+  EXPECT_EQ(f.file, "slots.cu");  // not a student file: its name alone
   EXPECT_EQ(f.line, 18);
   EXPECT_EQ(f.text, "Race condition between Read access at slots.cu:18 and Write access at slots.cu:18 (4044 hazards)");
 }
