@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <utility>
 #include <future>
 #include <iostream>
 
@@ -53,12 +54,31 @@ CaseResult Session::grade(const Entry& e, CaseData data) {
     harness_fault(r, "cannot make the input or the expected output of case '" + e.c.id + "': " + data.error);
   else if (e.c.dtype == DType::Float32) grade_typed<float>(e, data, r);
   else grade_typed<std::int32_t>(e, data, r);
+  if (o_.backend != "gpu" && data.error.empty()) judge_orders(e, data, r);
   return r;
+}
+
+void Session::judge_orders(const Entry& e, CaseData& data, CaseResult& r) {
+  const std::string race = std::exchange(last_race_, "");
+  const auto reverse = [&]() -> std::optional<Verdict> {
+    CaseResult again;
+    reverse_next_ = true;
+    if (e.c.dtype == DType::Float32) grade_typed<float>(e, data, again);
+    else grade_typed<std::int32_t>(e, data, again);
+    reverse_next_ = false;
+    last_race_.clear();
+    if (again.status == Status::InternalError || again.worker_harness_error) return std::nullopt;
+    return Verdict{again.status, again.message};
+  };
+  const Verdict v = order_verdict(e.c, Verdict{r.status, r.message}, race, reverse);
+  r.status = v.status;
+  r.message = v.message;
 }
 
 template <typename T>
 void Session::grade_typed(const Entry& e, CaseData& data, CaseResult& r) {
   Command cmd = command(Mode::Check, e);
+  cmd.reverse = reverse_next_;
   // a worker (and the checker with it) that starts here brings its CUDA context up under the shared
   // GPU lock, not while another judge times its cases
   std::optional<GpuLock> gpu;
@@ -146,6 +166,7 @@ void Session::read_check_reply(const Entry& e, const CheckReply& reply, CaseMemo
   const Case& c = e.c;
   RunRecord<T> run;
   copy_run(reply, run);
+  if (o_.backend != "gpu") last_race_ = std::exchange(run.race, "");  // judged by judge_orders
   Verdict v;
   std::string problem;
   if (run.not_implemented || !run.error.empty()) {

@@ -142,6 +142,11 @@ class Session {
   static Clock::duration seconds(double s);
   template <typename T>
   void grade_typed(const Entry& e, CaseData& data, CaseResult& r);
+  /// Emulation: r as a GPU would judge it (order_verdict: a second run in the reverse order when the
+  /// forward order's data is wrong and the order may be why; a race only where racecheck would run).
+  void judge_orders(const Entry& e, CaseData& data, CaseResult& r);
+  std::string last_race_;      // emulation: the race the last check reply named, judged by judge_orders
+  bool reverse_next_ = false;  // emulation: the next check runs in the reverse order alone
   template <typename T>
   void read_check_reply(const Entry& e, const CheckReply& reply, CaseMemory& memory, CaseData& data,
                         std::optional<GpuLock>& gpu, CaseResult& r);

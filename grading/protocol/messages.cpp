@@ -89,6 +89,7 @@ void to_json(json& j, const Command& m) {
        {"sizes", m.sizes},
        {"call", m.call}};
   if (m.watch_slack) j["watch_slack"] = true;
+  if (m.reverse) j["reverse"] = true;
 }
 
 void from_json(const json& j, Command& m) {
@@ -121,6 +122,11 @@ void from_json(const json& j, Command& m) {
   if (const json* watch = f.find("watch_slack")) {
     if (!watch->is_boolean()) throw MessageError("field 'watch_slack' is not a boolean");
     m.watch_slack = watch->get<bool>();
+  }
+  m.reverse = false;
+  if (const json* reverse = f.find("reverse")) {
+    if (!reverse->is_boolean()) throw MessageError("field 'reverse' is not a boolean");
+    m.reverse = reverse->get<bool>();
   }
   if (m.call < -1 || m.call > 1) throw MessageError("field 'call' is not -1, 0 or 1");
 }

@@ -72,6 +72,9 @@ struct Command {
   /// check, emulation workers: watch the slack around the allocations the call makes (a case that
   /// memcheck checks on a GPU): a write there is replied as stray_write.
   bool watch_slack = false;
+  /// check, emulation workers: run the call once in the reverse thread order, with no order compared
+  /// (the judge's second look at a case whose forward order got the data wrong: order_verdict).
+  bool reverse = false;
 };
 
 /// worker -> judge: the GPU part of a check is over (at most once, before its reply).

@@ -191,8 +191,10 @@ bool check(const std::string& dir, const Command& c, CheckReply& r) {
     monitored = true;
 #ifdef SCANGRADE_EMULATED
     emu::watch_slack(c.watch_slack);
+    set_reverse_only(c.reverse);
     run = run_emulated_in_place(fn, buffers.at<const T>(0), buffers.at<T>(1), c.c.n,
                                 [&findings] { findings = policy::end(); });
+    set_reverse_only(false);
     take_stray_write(run);
     g_check_buffers.reset();  // host memory: nothing to keep
 #else
@@ -204,7 +206,9 @@ bool check(const std::string& dir, const Command& c, CheckReply& r) {
     const std::vector<T> input = read_input<T>(dir, c);
 #ifdef SCANGRADE_EMULATED
     emu::watch_slack(c.watch_slack);
+    set_reverse_only(c.reverse);
     run = run_emulated(fn, input);
+    set_reverse_only(false);
     take_stray_write(run);
 #else
     run = run_on_device(fn, input);

@@ -1,6 +1,7 @@
 // Comparison, diagnosis and verdict (check.h).
 #include "scangrade/check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -364,11 +365,6 @@ std::optional<Verdict> record_verdict(const Case& c, const RunRecord<T>& run) {
                        " still calls not_implemented()"};
   if (!run.error.empty()) return Verdict{Status::Crash, case_heading(c) + ": " + run.error + error_hint(c, run.error)};
   if (!run.race.empty()) return Verdict{Status::Race, case_heading(c) + ": " + run.race};
-  if (!run.stray_write.empty())
-    return Verdict{Status::MemoryError, case_heading(c) + ": " + run.stray_write +
-                                            " (on a GPU: compute-sanitizer memcheck reports it as an invalid __global__ "
-                                            "write on this case; the hardware does not stop it): check the bounds of "
-                                            "the indices into your own temporaries"};
   if (!run.not_recomputed.empty()) return Verdict{Status::Fail, case_heading(c) + ": " + run.not_recomputed};
   return std::nullopt;
 }
@@ -380,6 +376,12 @@ Verdict balance_verdict(const Case& c, const RunRecord<T>& run) {
     return {Status::Leak, case_heading(c) + ": " + std::to_string(run.leaked_bytes) +
                               " bytes of device memory were not freed (" + run.leak_detail +
                               "); free every temporary before the slot returns"};
+  // as memcheck on a GPU, which runs only on a case whose functional run passed
+  if (!run.stray_write.empty())
+    return {Status::MemoryError, case_heading(c) + ": " + run.stray_write +
+                                     " (on a GPU: compute-sanitizer memcheck reports it as an invalid __global__ write "
+                                     "on this case; the hardware does not stop it): check the bounds of the indices "
+                                     "into your own temporaries"};
   return {Status::Pass, ""};
 }
 
@@ -479,6 +481,37 @@ template Verdict judge<std::int32_t>(const Case&, const std::vector<std::int32_t
                                      const RunRecord<std::int32_t>&);
 template Verdict judge<float>(const Case&, const std::vector<float>&, const std::vector<double>&,
                               const RunRecord<float>&);
+/// Whether the suite has compute-sanitizer racecheck check this case on a GPU.
+static bool racechecked(const Case& c) {
+  return std::find(c.sanitize.begin(), c.sanitize.end(), "racecheck") != c.sanitize.end();
+}
+
+Verdict order_verdict(const Case& c, Verdict forward, const std::string& race,
+                      const std::function<std::optional<Verdict>()>& reverse) {
+  const auto data_right = [](Status s) { return s == Status::Pass || s == Status::Leak || s == Status::MemoryError; };
+  const auto data_wrong = [](Status s) {
+    return s == Status::Fail || s == Status::OutOfBoundsWrite || s == Status::InputModified;
+  };
+  std::string why = race;
+  if (data_wrong(forward.status) && (!race.empty() || c.n > kOrdersComparedMaxN)) {
+    // the hardware may well run the threads the other way: judge the data on the order that gives it right
+    if (const std::optional<Verdict> other = reverse(); other && data_right(other->status)) {
+      if (why.empty())
+        why = "the forward thread order gives a wrong result and the reverse order the right one: the result depends "
+              "on the order in which the threads run, so a data race decides it: look for shared or global memory "
+              "that one thread writes and another reads with no barrier between them";
+      forward = *other;
+    } else if (!race.empty() && racechecked(c)) {
+      // no order the emulator runs gets it right, and they disagree: what a GPU computes is not known
+      // (its warps run their lanes together, which no order here does); where racecheck runs, the race
+      return {Status::Race, case_heading(c) + ": " + race};
+    }
+  }
+  if (!why.empty() && racechecked(c) && (forward.status == Status::Pass || forward.status == Status::MemoryError))
+    return {Status::Race, case_heading(c) + ": " + why};
+  return forward;
+}
+
 template Verdict judge_checked<std::int32_t>(const Case&, const RunRecord<std::int32_t>&);
 template Verdict judge_checked<float>(const Case&, const RunRecord<float>&);
 

@@ -166,6 +166,17 @@ void compare_thread_orders(const std::function<RunRecord<T>()>& again, RunRecord
 
 }  // namespace
 
+namespace {
+bool g_reverse_only = false;  // set_reverse_only
+
+/// The order of a call's first run: forward, or reverse alone (set_reverse_only).
+void first_order() {
+  emu::set_thread_order(g_reverse_only ? emu::ThreadOrder::Reverse : emu::ThreadOrder::Forward, kRandomOrderSeed);
+}
+}  // namespace
+
+void set_reverse_only(bool on) { g_reverse_only = on; }
+
 /// Every call starts with no undefined operation and no kernel on record.
 void clear_call_records() {
   emu::clear_undefined_operations();
@@ -181,10 +192,11 @@ void keep_undefined(RunRecord<T>& forward) {
 template <typename T>
 RunRecord<T> run_emulated(const ScanFn<T>& fn, const std::vector<T>& input) {
   clear_call_records();
-  emu::set_thread_order(emu::ThreadOrder::Forward);
+  first_order();
   RunRecord<T> forward = run_with_diagnostic(fn, input);
-  if (input.size() <= kThreadOrdersMaxN && !forward.not_implemented && forward.error.empty())
+  if (!g_reverse_only && input.size() <= kThreadOrdersMaxN && !forward.not_implemented && forward.error.empty())
     compare_thread_orders<T>([&] { return run_with_diagnostic(fn, input); }, forward);
+  emu::set_thread_order(emu::ThreadOrder::Forward);
   keep_undefined(forward);
   return forward;
 }
@@ -195,11 +207,12 @@ RunRecord<T> run_emulated_in_place(const ScanFn<T>& fn, const T* d_in, T* d_zone
   const std::size_t g = kGuardElements;
   const std::vector<T> input(d_in, d_in + n);  // emulated device memory is host memory
   clear_call_records();
-  emu::set_thread_order(emu::ThreadOrder::Forward);
+  first_order();
   RunRecord<T> forward = run_in_place(fn, d_in, d_zone + g, n);
+  emu::set_thread_order(emu::ThreadOrder::Forward);
   if (after_first) after_first();
   if (!forward.error.empty() && *emu::last_diagnostic()) forward.error += "\n  " + std::string(emu::last_diagnostic());
-  if (n <= kThreadOrdersMaxN && !forward.not_implemented && forward.error.empty()) {
+  if (!g_reverse_only && n <= kThreadOrdersMaxN && !forward.not_implemented && forward.error.empty()) {
     const auto read_back = [&](RunRecord<T>& r) {
       r.guard_before.assign(d_zone, d_zone + g);
       r.output.assign(d_zone + g, d_zone + g + n);

@@ -25,6 +25,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -467,12 +468,25 @@ template <typename T>
 std::string case_in_child(const Case& c) {
   const std::vector<T> input = make_input<T>(c);
   const std::vector<double> expected = oracle_scan(input, c.kind);
-  // the cases memcheck checks on a GPU watch for writes next to the slot's own allocations, as the grader
-  emu::watch_slack(std::find(c.sanitize.begin(), c.sanitize.end(), "memcheck") != c.sanitize.end());
-  RunRecord<T> run = run_emulated(implementation().get<T>(c.slot, c.kind), input);
-  if (run.error.empty() && !run.not_implemented) run.stray_write = emu::slack_write();
-  emu::watch_slack(false);
-  const Verdict v = judge(c, input, expected, run);
+  // judged as the grader judges it: the cases memcheck checks on a GPU watch for writes next to the
+  // slot's own allocations, and the thread orders decide as order_verdict says (check.h)
+  const bool memchecked = std::find(c.sanitize.begin(), c.sanitize.end(), "memcheck") != c.sanitize.end();
+  const auto call = [&](bool reverse) {
+    emu::watch_slack(memchecked);
+    set_reverse_only(reverse);
+    RunRecord<T> run = run_emulated(implementation().get<T>(c.slot, c.kind), input);
+    set_reverse_only(false);
+    if (run.error.empty() && !run.not_implemented) run.stray_write = emu::slack_write();
+    emu::watch_slack(false);
+    return run;
+  };
+  RunRecord<T> run = call(false);
+  const std::string race = std::exchange(run.race, "");
+  const Verdict v = order_verdict(c, judge(c, input, expected, run), race, [&]() -> std::optional<Verdict> {
+    RunRecord<T> again = call(true);
+    again.race.clear();
+    return judge(c, input, expected, again);
+  });
   return std::string(name(v.status)) + "\n" + v.message;
 }
 

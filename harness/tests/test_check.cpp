@@ -139,6 +139,48 @@ TEST(Judge, OneElementLeftAsItsInputIsNotCalledTheOtherKind) {
   EXPECT_CONTAINS(h.verdict().message, "the output is the INCLUSIVE scan");
 }
 
+TEST(Judge, ThreadOrdersAreJudgedAsTheGpuWould) {
+  Case checked = make_case(Slot::HillisSteele, 33);
+  checked.sanitize = {"racecheck"};
+  const Case unchecked = make_case(Slot::HillisSteele, 31);
+  const Verdict pass{Status::Pass, ""}, fail{Status::Fail, "wrong"}, leak{Status::Leak, "leaked"};
+  int reversed = 0;
+  const auto reverse_gives = [&](Verdict v) {
+    return [&reversed, v]() -> std::optional<Verdict> {
+      ++reversed;
+      return v;
+    };
+  };
+  // the orders disagree and the data is right: a race only where racecheck runs
+  EXPECT_EQ(order_verdict(checked, pass, "differ", reverse_gives(fail)).status, Status::Race);
+  EXPECT_EQ(order_verdict(unchecked, pass, "differ", reverse_gives(fail)).status, Status::Pass);
+  EXPECT_EQ(reversed, 0);  // right data needs no second look
+  // the forward order's data is wrong, the reverse order's right: judged on the reverse order
+  EXPECT_EQ(order_verdict(unchecked, fail, "differ", reverse_gives(pass)).status, Status::Pass);
+  EXPECT_EQ(order_verdict(checked, fail, "differ", reverse_gives(pass)).status, Status::Race);
+  // above the comparison limit the orders were not compared: a right reverse order says why
+  Case large_checked = make_case(Slot::Hierarchical, kOrdersComparedMaxN + 1);
+  large_checked.sanitize = {"racecheck"};
+  const Verdict race = order_verdict(large_checked, fail, "", reverse_gives(pass));
+  EXPECT_EQ(race.status, Status::Race);
+  EXPECT_CONTAINS(race.message, "the reverse order the right one");
+  // a leak is a functional result: the GPU sanitizes no such case
+  EXPECT_EQ(order_verdict(checked, fail, "differ", reverse_gives(leak)).status, Status::Leak);
+  // wrong in both orders that disagree: a race where racecheck runs, else the forward verdict
+  EXPECT_EQ(order_verdict(checked, fail, "differ", reverse_gives(fail)).status, Status::Race);
+  EXPECT_EQ(order_verdict(unchecked, fail, "differ", reverse_gives(fail)).message, "wrong");
+  const Case large_unchecked = make_case(Slot::Hierarchical, kOrdersComparedMaxN + 1);
+  EXPECT_EQ(order_verdict(large_unchecked, fail, "", reverse_gives(fail)).message, "wrong");
+  // the orders agreed below the comparison limit: no second run
+  reversed = 0;
+  EXPECT_EQ(order_verdict(checked, fail, "", reverse_gives(pass)).status, Status::Fail);
+  EXPECT_EQ(reversed, 0);
+  // above it the orders were not compared: a wrong forward order gets its second look
+  const Case large = make_case(Slot::Hierarchical, kOrdersComparedMaxN + 1);
+  EXPECT_EQ(order_verdict(large, fail, "", reverse_gives(pass)).status, Status::Pass);
+  EXPECT_EQ(reversed, 1);
+}
+
 TEST(Judge, ZeroBlockLaunchAtNZeroGetsItsHint) {
   Fixture f(make_case(Slot::Hierarchical, 0));
   f.run.error = "CUDA error after the slot call: cudaErrorInvalidConfiguration: invalid configuration argument";

@@ -18,7 +18,7 @@ namespace scangrade {
 inline constexpr std::size_t kEmulationMaxN = (std::size_t{1} << 22) + 1;
 /// Up to this n a case runs under forward, reverse and random thread orders; above, forward only
 /// (races show at small sizes, and three orders of a large case cost seconds).
-inline constexpr std::size_t kThreadOrdersMaxN = std::size_t{1} << 16;
+inline constexpr std::size_t kThreadOrdersMaxN = kOrdersComparedMaxN;
 
 /// run_on_device under each thread order; RunRecord::race says where the outputs differ.
 /// The rule: race only when every order ran to completion and the results differ. A call that fails
@@ -72,6 +72,11 @@ struct StartedChild {
 StartedChild start_isolated(const std::function<std::string()>& body);
 Isolated finish_isolated(StartedChild child, double timeout_s);
 void abandon_isolated(StartedChild child);
+
+/// The next calls of run_emulated / run_emulated_in_place run once, in the reverse thread order, with
+/// no order compared (true), or as described above (false, the default): a second look at a case whose
+/// forward order got the data wrong (order_verdict in check.h).
+void set_reverse_only(bool on);
 
 /// A Timeout's message: no result within `deadline_s` seconds (the case's whole deadline).
 std::string timeout_message(double deadline_s, std::optional<Slot> slot = std::nullopt);
