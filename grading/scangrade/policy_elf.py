@@ -154,7 +154,7 @@ def startup_violations(elf: Elf, backend: str, names: dict[str, str] | None = No
             if allowed is None:
                 bad.append(f"{shown_name(fn)} (in {section})")
                 continue
-            if fn.startswith("_GLOBAL__sub_I_"):
+            if fn.startswith(("_GLOBAL__sub_I_", "_sub_I_00099_")):
                 extra = [ref for ref in elf.reached_from(fn)
                          if not any(rule.matches(ref, backend) for rule in r.initializer_may_use)]
                 if extra:

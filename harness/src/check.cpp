@@ -502,8 +502,8 @@ Verdict order_verdict(const Case& c, Verdict forward, const std::string& race,
               "that one thread writes and another reads with no barrier between them";
       forward = *other;
     } else if (!race.empty() && racechecked(c)) {
-      // no order the emulator runs gets it right, and they disagree: what a GPU computes is not known
-      // (its warps run their lanes together, which no order here does); where racecheck runs, the race
+      // no order the emulator runs gets it right (the second look runs a warp's lanes together at
+      // volatile shared accesses, as a GPU's warp does), and they disagree: where racecheck runs, the race
       return {Status::Race, case_heading(c) + ": " + race};
     }
   }

@@ -169,9 +169,11 @@ void compare_thread_orders(const std::function<RunRecord<T>()>& again, RunRecord
 namespace {
 bool g_reverse_only = false;  // set_reverse_only
 
-/// The order of a call's first run: forward, or reverse alone (set_reverse_only).
+/// The order of a call's first run: forward, or reverse alone with each warp's lanes in lockstep at
+/// volatile shared-memory accesses (set_reverse_only; set_warp_lockstep in scangrade/emu.h).
 void first_order() {
   emu::set_thread_order(g_reverse_only ? emu::ThreadOrder::Reverse : emu::ThreadOrder::Forward, kRandomOrderSeed);
+  emu::set_warp_lockstep(g_reverse_only);
 }
 }  // namespace
 

@@ -48,6 +48,9 @@ void note_launch(const char* file, int line, const char* kernel, const char* ker
 /// a kernel thread runs, else "".
 std::string current_kernel_where();
 bool in_kernel_thread();
+/// Called before an access through a volatile lvalue (volatile_access.cpp): a warp-lockstep yield
+/// when it lands in the block's shared memory (Scheduler::volatile_access).
+void volatile_access(const void* addr);
 /// SIGFPE during a launch: a trapping integer division completes with the GPU's value (undefined.cpp).
 void install_division_handler();
 void restore_division_handler();

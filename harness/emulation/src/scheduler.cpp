@@ -216,6 +216,8 @@ class Scheduler {
     rng_ = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
   }
   ThreadOrder order() const { return order_kind_; }
+  void set_lockstep(bool on) { lockstep_ = on; }
+  bool lockstep() const { return lockstep_; }
   bool in_kernel() const { return in_kernel_; }
 
   void launch(const LaunchConfig& cfg, const char* file, int line, ThreadBody body, void* closure);
@@ -225,6 +227,7 @@ class Scheduler {
                         int line);
   unsigned active_mask() const;
   void yield_point();
+  void volatile_access(const void* addr);
   [[noreturn]] void fault(const std::string& what);
   void* static_shared_alloc(std::size_t size, std::size_t align);
 
@@ -250,6 +253,7 @@ class Scheduler {
   void run_thread(Thread* t);
   void on_exit(Thread* t);
   [[gnu::always_inline]] inline Thread* pick_next();
+  Thread* next_in_warp();
   void new_round();
   std::uint64_t next_random();
 
@@ -264,6 +268,7 @@ class Scheduler {
 
   // settings
   ThreadOrder order_kind_ = ThreadOrder::Forward;
+  bool lockstep_ = false;
   std::uint64_t seed_ = 0;
   std::uint64_t rng_ = 0;
   std::size_t stack_bytes_ = 256 * 1024;
@@ -323,6 +328,7 @@ class Scheduler {
   int barrier_accum_ = 0;
   int barrier_count_ = 0;  // result of the last completed barrier
   int barrier_total_ = 0;
+  bool barrier_done_ = false;  // a barrier completed since the last pick_next
 };
 
 // never destroyed: unwinding idle workers at exit would be wasted work
@@ -457,8 +463,17 @@ void Scheduler::new_round() {
 }
 
 // The next runnable thread in this pass's order; a new pass starts when this one is exhausted.
-// nullptr when no thread can run.
+// nullptr when no thread can run. With warp lockstep, a thread that stops (a yield, a barrier, a
+// warp operation, its exit) hands over to the next runnable lane of its own warp first, so that the
+// warp's lanes stay in step at volatile shared accesses (volatile_access); once a barrier completes,
+// a new pass of the thread order starts.
 Thread* Scheduler::pick_next() {
+  if (lockstep_) {
+    if (barrier_done_) new_round();  // a new step: from the order's first thread (warps handed over out of turn)
+    else if (current_ != nullptr)
+      if (Thread* mate = next_in_warp()) return mate;
+  }
+  barrier_done_ = false;
   for (;;) {
     while (pos_ < nthreads_) {
       Thread* t = &threads_[order_[pos_++]];
@@ -785,6 +800,7 @@ void Scheduler::complete_barrier() {
   }
   runnable_ += at_barrier_;
   at_barrier_ = 0;
+  barrier_done_ = true;  // the next thread to run starts the step: the thread order's, not a warp mate
 }
 
 std::uint64_t Scheduler::warp_op(WarpOp op, unsigned mask, std::uint64_t value, int arg, int width,
@@ -922,6 +938,34 @@ void Scheduler::yield_point() {
   yield();
 }
 
+// Warp lockstep: before an access through a volatile lvalue to the block's shared memory, the next
+// runnable lane of the warp runs (cyclically, in the thread order's direction), up to its own next
+// such access; the lanes of a warp thus make their k-th access in turn, as a warp runs them together.
+void Scheduler::volatile_access(const void* addr) {
+  if (!lockstep_ || !in_kernel_ || current_ == nullptr) return;
+  const auto a = static_cast<const unsigned char*>(addr);
+  if (!(a >= static_region_.begin && a < static_region_.end) && !(a >= dynamic_region_.begin && a < dynamic_region_.end))
+    return;
+  if (Thread* mate = next_in_warp()) {
+    ++rendezvous_;
+    resume(mate, &running_worker_->fiber);  // back when a lane of the warp hands over to this one
+  }
+}
+
+// The next runnable lane of the running thread's warp after it, cyclically, in the thread order's
+// direction (forward for the random order); nullptr when no other lane can run.
+Thread* Scheduler::next_in_warp() {
+  const unsigned base = current_->linear / kWarpSize * kWarpSize;
+  const unsigned lanes = std::min(kWarpSize, nthreads_ - base);
+  const unsigned lane = current_->linear - base;
+  const unsigned step = order_kind_ == ThreadOrder::Reverse ? lanes - 1 : 1;
+  for (unsigned k = 1; k < lanes; ++k) {
+    Thread* t = &threads_[base + (lane + k * step) % lanes];
+    if (t->state == State::Runnable) return t;
+  }
+  return nullptr;
+}
+
 void* Scheduler::static_shared_alloc(std::size_t size, std::size_t align) {
   if (!in_kernel_) {
     std::fprintf(stderr, "ScanGrade emulator: a __shared__ variable was used outside a kernel\n");
@@ -1055,6 +1099,9 @@ unsigned active_mask() { return scheduler().active_mask(); }
 void yield_point() {
   if (g_scheduler != nullptr) g_scheduler->yield_point();
 }
+void volatile_access(const void* addr) {
+  if (g_scheduler != nullptr) g_scheduler->volatile_access(addr);
+}
 
 void trap(const char* what, const char* file, int line) {
   scheduler().fault(std::string(file) + ":" + std::to_string(line) + ": " + what);
@@ -1075,6 +1122,8 @@ namespace scangrade::emu {
 
 void set_thread_order(ThreadOrder order, std::uint64_t seed) { detail::scheduler().set_order(order, seed); }
 ThreadOrder thread_order() { return detail::scheduler().order(); }
+void set_warp_lockstep(bool on) { detail::scheduler().set_lockstep(on); }
+bool warp_lockstep() { return detail::scheduler().lockstep(); }
 
 const char* to_string(ThreadOrder order) {
   switch (order) {

@@ -381,6 +381,33 @@ TEST_F(Emu, WarpSynchronousReductionWithoutSyncwarpDependsOnOrder) {
   EXPECT_FALSE(forward == expected && reverse == expected);
 }
 
+// Warp lockstep: the lanes of a warp make their volatile shared accesses in turn, as a GPU's warp
+// runs them together, in either order; warps still take turns, so a race between warps stays one.
+TEST_F(Emu, WarpLockstepRunsAWarpsLanesTogetherAtVolatileSharedAccesses) {
+  auto in = ramp(64, 100);
+  const int expected_sum = std::accumulate(in.begin(), in.end(), 0);
+  std::vector<int> per_warp(64), block(64);
+  for (int i = 0; i < 64; ++i) per_warp[i] = (i % 32 == 0 ? 0 : per_warp[i - 1]) + in[i];
+  std::partial_sum(in.begin(), in.end(), block.begin());
+
+  ASSERT_FALSE(scangrade::emu::warp_lockstep()) << "off by default";
+  scangrade::emu::set_thread_order(ThreadOrder::Forward);
+  EXPECT_NE(emu_test::warp_scan_without_syncwarp(in), per_warp) << "without lockstep a lane runs ahead";
+
+  scangrade::emu::set_warp_lockstep(true);
+  for (ThreadOrder order : {ThreadOrder::Forward, ThreadOrder::Reverse, ThreadOrder::Random}) {
+    scangrade::emu::set_thread_order(order, 7);
+    EXPECT_EQ(emu_test::warp_scan_without_syncwarp(in), per_warp) << scangrade::emu::to_string(order);
+    EXPECT_EQ(emu_test::warp_reduce_without_syncwarp(in), expected_sum) << scangrade::emu::to_string(order);
+  }
+  scangrade::emu::set_thread_order(ThreadOrder::Forward);
+  EXPECT_NE(emu_test::volatile_in_place_scan(in), block) << "warp 1 reads what warp 0 wrote in the same step";
+  scangrade::emu::set_thread_order(ThreadOrder::Reverse);
+  EXPECT_EQ(emu_test::volatile_in_place_scan(in), block);
+  scangrade::emu::set_warp_lockstep(false);
+  scangrade::emu::set_thread_order(ThreadOrder::Forward);
+}
+
 // ---- memory accounting --------------------------------------------------------------------------
 
 std::size_t used_bytes() {

@@ -53,6 +53,36 @@ __global__ void warp_reduce_kernel(const int* in, int* out) {
   if (t == 0) *out = s[0];
 }
 
+// a warp-synchronous inclusive scan of each warp's 32 elements through volatile shared memory, no
+// __syncwarp: right when a warp's lanes run together, as on a GPU
+__global__ void warp_scan_kernel(const int* in, int* out, int) {
+  __shared__ int s[1024];
+  int t = threadIdx.x, lane = t & 31;
+  volatile int* v = s;
+  v[t] = in[t];
+  if (lane >= 1) v[t] += v[t - 1];
+  if (lane >= 2) v[t] += v[t - 2];
+  if (lane >= 4) v[t] += v[t - 4];
+  if (lane >= 8) v[t] += v[t - 8];
+  if (lane >= 16) v[t] += v[t - 16];
+  out[t] = v[t];
+}
+
+// an in-place Hillis-Steele scan of the block through volatile shared memory with one barrier a step:
+// a race between warps (a warp may read what another one already wrote in the same step)
+__global__ void volatile_in_place_kernel(const int* in, int* out, int n) {
+  __shared__ int s[1024];
+  int t = threadIdx.x;
+  volatile int* v = s;
+  v[t] = in[t];
+  __syncthreads();
+  for (int d = 1; d < n; d *= 2) {
+    if (t >= d) v[t] += v[t - d];
+    __syncthreads();
+  }
+  out[t] = v[t];
+}
+
 std::vector<int> run_scan(void (*kernel)(const int*, int*, int), const std::vector<int>& in) {
   int n = static_cast<int>(in.size());
   int *d_in, *d_out;
@@ -76,6 +106,9 @@ std::vector<int> hillis_steele_in_place(const std::vector<int>& in) {
 std::vector<int> hillis_steele_double_buffered(const std::vector<int>& in) {
   return run_scan(hillis_steele_double_buffered_kernel, in);
 }
+
+std::vector<int> warp_scan_without_syncwarp(const std::vector<int>& in) { return run_scan(warp_scan_kernel, in); }
+std::vector<int> volatile_in_place_scan(const std::vector<int>& in) { return run_scan(volatile_in_place_kernel, in); }
 
 int warp_reduce_without_syncwarp(const std::vector<int>& in) {
   int *d_in, *d_out;

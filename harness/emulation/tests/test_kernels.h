@@ -42,6 +42,8 @@ cudaError_t launch_threads(dim3 grid, dim3 block, std::size_t smem);
 std::vector<int> hillis_steele_in_place(const std::vector<int>& in);
 std::vector<int> hillis_steele_double_buffered(const std::vector<int>& in);
 int warp_reduce_without_syncwarp(const std::vector<int>& in);
+std::vector<int> warp_scan_without_syncwarp(const std::vector<int>& in);  // each warp's 32 elements
+std::vector<int> volatile_in_place_scan(const std::vector<int>& in);      // the whole block, racy
 
 // kernels_undefined.cu: operations C++ leaves undefined
 struct Shifted {

@@ -60,12 +60,13 @@ struct Verdict {
 /// verdict as a GPU would give it. `forward` is the forward order's verdict judged without the race;
 /// `race` what the orders disagreed on ("" when they agreed or were not compared). When the forward
 /// order's data is wrong and the orders disagreed (or were not compared: n above
-/// kOrdersComparedMaxN), `reverse` runs the call in the reverse order: data it gets right is the
+/// kOrdersComparedMaxN), `reverse` runs the call in the reverse order, each warp's lanes in lockstep
+/// at volatile shared-memory accesses as a GPU's warp runs them: data it gets right is the
 /// verdict (the hardware may run the threads that way), and a race is then reported as compute-sanitizer
 /// racecheck reports it: only on a case the suite has racecheck check, and only when the case's
 /// functional run passed (the GPU sanitizes only such cases); anywhere else it is no verdict. When no
-/// order gets the data right and they disagree, a case racecheck checks is a race (what a GPU, whose
-/// warps run their lanes together, would compute is not known); any other keeps its forward verdict.
+/// order gets the data right and they disagree, a case racecheck checks is a race; any other keeps its
+/// forward verdict.
 inline constexpr std::size_t kOrdersComparedMaxN = std::size_t{1} << 16;
 Verdict order_verdict(const Case& c, Verdict forward, const std::string& race,
                       const std::function<std::optional<Verdict>()>& reverse);

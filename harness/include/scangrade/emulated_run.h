@@ -73,7 +73,8 @@ StartedChild start_isolated(const std::function<std::string()>& body);
 Isolated finish_isolated(StartedChild child, double timeout_s);
 void abandon_isolated(StartedChild child);
 
-/// The next calls of run_emulated / run_emulated_in_place run once, in the reverse thread order, with
+/// The next calls of run_emulated / run_emulated_in_place run once, in the reverse thread order with
+/// each warp's lanes in lockstep at volatile shared-memory accesses, as a GPU's warp runs them, with
 /// no order compared (true), or as described above (false, the default): a second look at a case whose
 /// forward order got the data wrong (order_verdict in check.h).
 void set_reverse_only(bool on);

@@ -33,6 +33,15 @@
 //       never complete), the launch fails with a deadlock diagnostic instead of hanging.
 //   Atomics, __threadfence*, and __nanosleep are yield points: the calling thread lets the other
 //   runnable threads of its block run first, so spin-locks within a block make progress.
+// * Warp lockstep (set_warp_lockstep): a GPU's warp runs its lanes together, so warp-synchronous code
+//   that passes values through `volatile` shared memory with no __syncwarp usually computes what its
+//   author meant there. With lockstep on, every access through a volatile lvalue to the block's shared
+//   memory is a yield point to the next runnable lane of the same warp (in the thread order's
+//   direction): the lanes of a warp make their k-th such access in turn, so every lane's loads of a
+//   step happen before any lane's store of the next one. Warps still take turns at barriers as before.
+//   Student files are compiled with GCC's -fsanitize=thread instrumentation and
+//   --param=tsan-distinguish-volatile=1, whose calls (__tsan_volatile_read4 before a volatile 4-byte
+//   load, ...) the emulator implements itself (src/volatile_access.cpp; no sanitizer runtime).
 // * Errors: launch configuration errors (more than 1024 threads per block, a zero dimension, too
 //   much dynamic shared memory, an invalid stream) are returned by the next cudaGetLastError and
 //   cleared, as in CUDA. Kernel faults (divergent barrier, deadlock, bad warp mask, an exception,
@@ -92,6 +101,10 @@ void set_thread_order(ThreadOrder order, std::uint64_t seed = 0);
 ThreadOrder thread_order();
 /// "forward", "reverse" or "random".
 const char* to_string(ThreadOrder order);
+
+/// Warp lockstep at volatile shared-memory accesses (see above) for every later launch; off by default.
+void set_warp_lockstep(bool on);
+bool warp_lockstep();
 
 /// The detailed message of the most recent launch error or kernel fault ("" when none): what went
 /// wrong, the student's file:line, the launch site, block and thread coordinates.
