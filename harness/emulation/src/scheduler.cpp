@@ -465,15 +465,17 @@ void Scheduler::new_round() {
 // The next runnable thread in this pass's order; a new pass starts when this one is exhausted.
 // nullptr when no thread can run. With warp lockstep, a thread that stops (a yield, a barrier, a
 // warp operation, its exit) hands over to the next runnable lane of its own warp first, so that the
-// warp's lanes stay in step at volatile shared accesses (volatile_access); once a barrier completes,
+// warp's lanes stay in step at volatile shared accesses (volatile_access). Once a barrier completes,
 // a new pass of the thread order starts.
 Thread* Scheduler::pick_next() {
-  if (lockstep_) {
-    if (barrier_done_) new_round();  // a new step: from the order's first thread (warps handed over out of turn)
-    else if (current_ != nullptr)
-      if (Thread* mate = next_in_warp()) return mate;
+  if (barrier_done_) {
+    // a new step starts from the order's first thread: forward is thread 0 first after every barrier,
+    // even when a yield (an atomic ticket, a fence) left the pass elsewhere before it
+    barrier_done_ = false;
+    new_round();
+  } else if (lockstep_ && current_ != nullptr) {
+    if (Thread* mate = next_in_warp()) return mate;
   }
-  barrier_done_ = false;
   for (;;) {
     while (pos_ < nthreads_) {
       Thread* t = &threads_[order_[pos_++]];

@@ -83,5 +83,40 @@ SG_ATOMIC(32, std::uint32_t)
 SG_ATOMIC(64, std::uint64_t)
 #undef SG_ATOMIC
 
+// 16 bytes: plain operations (the __atomic builtins would need libatomic). Emulated code runs on one
+// OS thread (kernel threads are fibers, and a slot may not start host threads), so nothing interleaves.
+using u128 = unsigned __int128;
+SG_EXPORT u128 __tsan_atomic128_load(const volatile u128* a, int) { return *a; }
+SG_EXPORT void __tsan_atomic128_store(volatile u128* a, u128 v, int) { *a = v; }
+#define SG_RMW128(name, expr)                                   \
+  SG_EXPORT u128 __tsan_atomic128_##name(volatile u128* a, u128 v, int) { \
+    const u128 old = *a;                                        \
+    *a = (expr);                                                \
+    return old;                                                 \
+  }
+SG_RMW128(exchange, v)
+SG_RMW128(fetch_add, old + v)
+SG_RMW128(fetch_sub, old - v)
+SG_RMW128(fetch_and, old & v)
+SG_RMW128(fetch_or, old | v)
+SG_RMW128(fetch_xor, old ^ v)
+SG_RMW128(fetch_nand, ~(old & v))
+#undef SG_RMW128
+SG_EXPORT int __tsan_atomic128_compare_exchange_strong(volatile u128* a, u128* c, u128 v, int, int) {
+  if (*a == *c) {
+    *a = v;
+    return 1;
+  }
+  *c = *a;
+  return 0;
+}
+SG_EXPORT int __tsan_atomic128_compare_exchange_weak(volatile u128* a, u128* c, u128 v, int, int) {
+  return __tsan_atomic128_compare_exchange_strong(a, c, v, 0, 0);
+}
+SG_EXPORT u128 __tsan_atomic128_compare_exchange_val(volatile u128* a, u128 c, u128 v, int, int) {
+  __tsan_atomic128_compare_exchange_strong(a, &c, v, 0, 0);
+  return c;
+}
+
 SG_EXPORT void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 SG_EXPORT void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }

@@ -408,6 +408,19 @@ TEST_F(Emu, WarpLockstepRunsAWarpsLanesTogetherAtVolatileSharedAccesses) {
   scangrade::emu::set_thread_order(ThreadOrder::Forward);
 }
 
+// After a barrier the thread order starts again from its first thread, even when thread 0's atomic
+// ticket (a yield point) left the pass elsewhere before it: in the forward order thread 0 then reads
+// the tile total before thread 255 has written it, in the reverse order after; the orders disagree.
+TEST_F(Emu, EveryStepAfterABarrierStartsFromTheOrdersFirstThread) {
+  auto in = ramp(1025, 100);
+  std::vector<int> expected(in.size());
+  std::partial_sum(in.begin(), in.end(), expected.begin());
+  scangrade::emu::set_thread_order(ThreadOrder::Reverse);
+  EXPECT_EQ(emu_test::ticket_race_scan(in), expected);
+  scangrade::emu::set_thread_order(ThreadOrder::Forward);
+  EXPECT_NE(emu_test::ticket_race_scan(in), expected);
+}
+
 // ---- memory accounting --------------------------------------------------------------------------
 
 std::size_t used_bytes() {

@@ -83,6 +83,43 @@ __global__ void volatile_in_place_kernel(const int* in, int* out, int n) {
   out[t] = v[t];
 }
 
+// A single-pass scan over tiles of 256 taken by an atomic ticket, whose thread 0 reads the tile's
+// total (s[255], written by thread 255) with no barrier between: racecheck reports it on a GPU. The
+// ticket is thread 0's atomic before the first barrier; the thread order restarts after each barrier,
+// so in the forward order thread 0 reads s[255] before thread 255 wrote its sum there.
+__global__ void ticket_race_kernel(const int* in, int* out, int n, unsigned* ticket, volatile int* flags,
+                                   volatile int* inclusive) {
+  __shared__ unsigned s_tile;
+  __shared__ int s[256];
+  __shared__ int s_prefix;
+  const int t = threadIdx.x;
+  if (t == 0) s_tile = atomicAdd(ticket, 1u);
+  __syncthreads();
+  const unsigned tile = s_tile;
+  const int i = static_cast<int>(tile) * 256 + t;
+  s[t] = i < n ? in[i] : 0;
+  __syncthreads();
+  int v = 0;
+  for (int k = 0; k <= t; ++k) v += s[k];
+  __syncthreads();
+  s[t] = v;
+  if (t == 0) {  // BUG: no __syncthreads() before reading s[255]
+    const int total = s[255];
+    int prefix = 0;
+    if (tile > 0) {
+      while (flags[tile - 1] == 0) {
+      }
+      prefix = inclusive[tile - 1];
+    }
+    inclusive[tile] = prefix + total;
+    __threadfence();
+    flags[tile] = 1;
+    s_prefix = prefix;
+  }
+  __syncthreads();
+  if (i < n) out[i] = v + s_prefix;
+}
+
 std::vector<int> run_scan(void (*kernel)(const int*, int*, int), const std::vector<int>& in) {
   int n = static_cast<int>(in.size());
   int *d_in, *d_out;
@@ -109,6 +146,28 @@ std::vector<int> hillis_steele_double_buffered(const std::vector<int>& in) {
 
 std::vector<int> warp_scan_without_syncwarp(const std::vector<int>& in) { return run_scan(warp_scan_kernel, in); }
 std::vector<int> volatile_in_place_scan(const std::vector<int>& in) { return run_scan(volatile_in_place_kernel, in); }
+
+std::vector<int> ticket_race_scan(const std::vector<int>& in) {
+  const int n = static_cast<int>(in.size());
+  const int tiles = (n + 255) / 256;
+  int *d_in, *d_out, *flags, *inclusive;
+  unsigned* ticket;
+  cudaMalloc(&d_in, n * sizeof(int));
+  cudaMalloc(&d_out, n * sizeof(int));
+  cudaMalloc(&flags, tiles * sizeof(int));
+  cudaMalloc(&inclusive, tiles * sizeof(int));
+  cudaMalloc(&ticket, sizeof(unsigned));
+  cudaMemset(flags, 0, tiles * sizeof(int));
+  cudaMemset(ticket, 0, sizeof(unsigned));
+  cudaMemcpy(d_in, in.data(), n * sizeof(int), cudaMemcpyHostToDevice);
+  ticket_race_kernel<<<tiles, 256>>>(d_in, d_out, n, ticket, flags, inclusive);
+  std::vector<int> h(n);
+  cudaMemcpy(h.data(), d_out, n * sizeof(int), cudaMemcpyDeviceToHost);
+  for (void* p : {static_cast<void*>(d_in), static_cast<void*>(d_out), static_cast<void*>(flags),
+                  static_cast<void*>(inclusive), static_cast<void*>(ticket)})
+    cudaFree(p);
+  return h;
+}
 
 int warp_reduce_without_syncwarp(const std::vector<int>& in) {
   int *d_in, *d_out;

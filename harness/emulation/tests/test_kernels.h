@@ -44,6 +44,7 @@ std::vector<int> hillis_steele_double_buffered(const std::vector<int>& in);
 int warp_reduce_without_syncwarp(const std::vector<int>& in);
 std::vector<int> warp_scan_without_syncwarp(const std::vector<int>& in);  // each warp's 32 elements
 std::vector<int> volatile_in_place_scan(const std::vector<int>& in);      // the whole block, racy
+std::vector<int> ticket_race_scan(const std::vector<int>& in);  // tiles of 256 by ticket, racy total
 
 // kernels_undefined.cu: operations C++ leaves undefined
 struct Shifted {

@@ -16,7 +16,9 @@
 //   block sets hangs the process (see "fork-safety" below).
 // * Within a block, threads run until they reach a rendezvous point, then the next runnable thread
 //   runs. The order in which runnable threads are resumed is the *thread order*: Forward (thread 0
-//   first), Reverse, or Random (a seeded permutation, redrawn on every pass over the block). Code
+//   first), Reverse, or Random (a seeded permutation, redrawn on every pass over the block). Every
+//   step between barriers starts a new pass from the order's first thread, so a yield before a
+//   barrier (thread 0's atomic ticket) does not leave thread 0 last in every later step. Code
 //   with a data race between rendezvous points (an in-place Hillis-Steele step, a warp-synchronous
 //   reduction without __syncwarp) gives results that depend on the order: run a case under all three
 //   and call it a race when they differ.
