@@ -3,7 +3,7 @@
 
     python3 tools/bench_batch.py [-n 100] [--backend auto|gpu|emulate] [--build-dir build] [--work DIR]
                                  [--max-n N] [--jobs N] [--gpus auto|0,1] [--judges-per-gpu N]
-                                 [--budget-s S] [--with-hangs] [--target-s 180]
+                                 [--budget-s S] [--with-hangs] [--target-s 150]
 
 Each of the N submissions is a copy of a gallery entry (grading/gallery/*, cycled in name order) with
 a unique comment line appended to every source file, so nothing can be reused by content; names
@@ -107,7 +107,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--judges-per-gpu", type=int, default=None, help="passed to batch.py")
     parser.add_argument("--budget-s", type=float, default=None, help="passed to batch.py (default: its own, 900)")
     parser.add_argument("--with-hangs", action="store_true", help="include the gallery's hanging entry")
-    parser.add_argument("--target-s", type=float, default=180, help="wall-time target to report against (default: 180)")
+    parser.add_argument("--target-s", type=float, default=150, help="wall-time target to report against (default: 150)")
     args = parser.parse_args()
     if args.n < 1:
         parser.error("-n must be at least 1")
