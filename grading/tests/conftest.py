@@ -10,7 +10,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 import fixtures   # grading/tests/pytest.ini puts grading/ and grading/tests/ on the path
@@ -31,6 +30,8 @@ def load_schema(name: str) -> dict:
 
 
 def assert_valid(doc: object, schema_name: str) -> None:
+    # imported here: the GPU check runs test_gpu_timing.py on a machine without jsonschema
+    import jsonschema
     validator = jsonschema.Draft202012Validator(load_schema(schema_name))
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
     assert not errors, "; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
