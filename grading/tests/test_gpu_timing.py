@@ -3,6 +3,7 @@ elements (grading/gallery/exploit_caches_sampled_input) never hits a timed call,
 call gets new input values from the checker; the timing method says so."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -26,7 +27,10 @@ def grade_on_gpu(entry: str, out) -> dict:
                        capture_output=True, text=True, timeout=900)
     assert r.returncode in (0, 1), r.stdout + r.stderr
     results = json.loads((out / "results.json").read_text())
-    assert_valid(results, "results")
+    # grade.py read it back through load_results already; the GPU machine has no jsonschema, and the
+    # CPU tests validate documents of every shape against the same schema
+    if importlib.util.find_spec("jsonschema") is not None:
+        assert_valid(results, "results")
     return results
 
 
