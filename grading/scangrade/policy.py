@@ -57,7 +57,7 @@ from .policy_includes import (LIBRARY_HEADERS, PRECOMPILED, SOURCE_SUFFIXES, Inc
                               IncludeSite, cuda_include_roots, header_reason, include_tree_violations,
                               include_violations, missing_header_violations, split_include_tree)
 from .policy_rules import (RULE_ALLOCATOR, RULE_HARNESS, RULE_HARNESS_USE, RULE_LIBRARY,  # noqa: F401
-                           RULE_MAIN, RULE_RUNTIME, RULES_FILE, SYMBOL_SHOWN, SYMBOLS_SHOWN, Rule, Rules,
+                           RULE_INSTRUMENTATION, RULE_MAIN, RULE_RUNTIME, RULES_FILE, SYMBOL_SHOWN, SYMBOLS_SHOWN, Rule, Rules,
                            Violation, rules)
 
 HARNESS_USE_TEXT = "which belong{s} to the reference solution / harness: {it} not linked into your program"
@@ -72,6 +72,9 @@ _LIBRARY_NAME = re.compile(r"(?<![\w:])(?:cub|thrust|mgpu)::"
                            r"|(?<![\w:])std::partial_sum\b"
                            r"|^cudpp[A-Z]\w*")
 _RUNTIME = re.compile(r"^(?:cuda[A-Z_]\w*|cu[A-Z]\w*|cupti\w*)$")
+# the sanitizers' and instrumentation's entry points (GCC's -fsanitize=thread calls __tsan_init from a
+# module constructor, before main; the emulator implements them)
+_INSTRUMENTATION = re.compile(r"^__(?:tsan|ubsan|asan|msan|lsan|sanitizer)_\w+$")
 _ALLOCATOR = frozenset({"malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
                         "memalign", "valloc", "pvalloc", "malloc_usable_size", "mmap", "mmap64", "munmap",
                         "mremap", "dlsym", "dlvsym", "dlopen", "sbrk", "brk"})
@@ -175,6 +178,8 @@ def _denylist_hits(symbols: list[Symbol], backend: str) -> dict[str, list[tuple[
                 hit(RULE_RUNTIME, "defines", s)
             elif base in _ALLOCATOR:
                 hit(RULE_ALLOCATOR, "defines", s)
+            elif _INSTRUMENTATION.match(base):
+                hit(RULE_INSTRUMENTATION, "defines", s)
         if _OPERATOR_NEW_DELETE.match(s.mangled):
             hit(RULE_ALLOCATOR, "defines", s)
     return found

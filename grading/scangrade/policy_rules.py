@@ -22,6 +22,8 @@ RULE_RUNTIME = "student code may not define CUDA runtime, driver or CUPTI entry 
 RULE_ALLOCATOR = ("student code may not define allocator functions (malloc, free, operator new/delete, mmap, "
                   "dlsym, ...)")
 RULE_MAIN = "student code may not define main: the harness owns the program"
+RULE_INSTRUMENTATION = ("student code may not define the compiler instrumentation's functions (__tsan_*, __ubsan_*, "
+                        "__asan_*, ...): the grader's emulated build calls its own, some of them before main")
 
 SYMBOL_SHOWN = 160   # characters of a demangled symbol quoted in the evidence
 SYMBOLS_SHOWN = 3    # symbols named per rule and verb
