@@ -265,6 +265,7 @@ def expected_policy(entry: str) -> tuple[str, list[str]]:
                                        "`cudaMalloc", ": " + policy.RULE_RUNTIME],
         "policy_defines_harness_symbol": ["it defines `scangrade::", "tracked_device_bytes()", ": " + policy.RULE_HARNESS],
         "policy_defines_main": ["it defines `main`: " + policy.RULE_MAIN],
+        "policy_defines_instrumentation_hook": ["it defines `__tsan_init", ": " + policy.RULE_INSTRUMENTATION],
         "policy_calls_reference": ["it uses `scangrade::reference::hierarchical_scan(",
                                    "which belong to the reference solution / harness: they are not linked into your "
                                    "program"],
