@@ -320,8 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", type=Path, default=REPO / "testcases" / "public.json")
     parser.add_argument("--out", type=Path, default=REPO / "grading-results" / "gallery")
     parser.add_argument("--entries", help="comma-separated entry names (default: all)")
-    parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2),
-                        help="entries graded at once (default: half the cores)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="entries graded at once (default: emulated, one per core, as an emulated judge keeps "
+                             "one core busy; GPU, half the cores)")
     parser.add_argument("--max-n", type=int, default=None,
                         help="grade only cases with n <= N (default: all; emulated: the judge's emulation cap)")
     parser.add_argument("--timeout-s", type=float, default=1200, help="per entry")
@@ -341,6 +342,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--fidelity compares the results this run grades (not --results-from)")
     if args.backend == "auto":
         args.backend = detect_backend()
+    if args.jobs is None:
+        args.jobs = max(1, (os.cpu_count() or 2) // (1 if args.backend == "emulate" else 2))
     toolchain_path = args.build_dir / "grading" / "toolchain.json"
     if not toolchain_path.is_file():
         log.error("%s not found: build first (make)", toolchain_path)
