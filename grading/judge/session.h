@@ -212,6 +212,7 @@ class Session {
   std::string calibrator_note_;                // why no calibrator runs ("" while one does)
   std::map<Slot, double> pool_s_, granted_s_;  // each slot's timing budget: left, and granted so far
   std::map<Slot, std::string> timing_stopped_; // slots whose timing a cut (or a spent budget) ended: why
+  std::set<Slot> failed_slots_;                 // slots with a case that did not pass: short timed series
   /// Ends a compute-sanitizer process and reads its report into `run`.
   ToolRun finish_tool(const std::string& tool, std::unique_ptr<WorkerProcess> w, const std::string& xml_name,
                       Clock::time_point start, ToolRun run);

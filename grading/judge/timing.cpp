@@ -130,8 +130,11 @@ std::string bound_text(double overhead_ms, const std::string& overhead_from, dou
 
 void Session::time_cases(const std::vector<Entry>& entries, std::vector<CaseResult>& results) {
   std::vector<std::size_t> todo;
-  for (std::size_t i = 0; i < entries.size(); ++i)
+  failed_slots_.clear();
+  for (std::size_t i = 0; i < entries.size(); ++i) {
     if (entries[i].c.perf && results[i].status == Status::Pass) todo.push_back(i);
+    if (results[i].status != Status::Pass) failed_slots_.insert(entries[i].c.slot);
+  }
   if (todo.empty()) return calibrator_.reset();
   // the GPU to this judge alone, for all its timed cases in one go
   std::optional<GpuLock> gpu;
@@ -189,6 +192,7 @@ void Session::time_series(const Entry& e, const CachedInput& in, CaseResult& r, 
   Series s(e, r, baseline_key(checker_->device(), e));
   s.cached = cached_baselines(cache, s.key);
   s.variation = timing::bench_variation();
+  s.short_series = failed_slots_.count(e.c.slot) > 0;
   if (!s.variation.error.empty()) return errors_.push_back("cannot time " + e.c.id + ": " + s.variation.error);
   if (!open_series(s, in) || !calibrate_series(s) || !run_pairs(s)) return;
   if (worker_) {  // a call cut by the fair share took the worker with it
@@ -343,6 +347,12 @@ bool Session::run_pairs(Series& s) {
                   " ms timed alone) would take; a slot 4x slower than the reference earns no performance points, "
                   "so this case is timed no further";
       s.stopped_by = "the GPU's fair share";
+      return true;
+    }
+    if (s.short_series && s.variation.fixed_reps == 0 && static_cast<int>(s.ratios.size()) >= kMinReps) {
+      s.stopped_by = "a short series of " + std::to_string(kMinReps) +
+                     " pairs (another case of this slot did not pass, so the slot earns no performance points: "
+                     "its time is for the feedback only)";
       return true;
     }
     const double elapsed_s = seconds_since(series_start);

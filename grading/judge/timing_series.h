@@ -43,6 +43,7 @@ struct Session::Series {
   double counted_s = 0;              // what they took (the judge's bound)
   std::string stopped;               // why the GPU's fair share stopped the series ("": it did not)
   timing::BenchVariation variation;  // benchmark-only (timing_method.h); none when grading
+  bool short_series = false;         // another case of the slot did not pass: kMinReps pairs, for the feedback
   std::string stopped_by;            // which stopping rule ended the series
   std::vector<TimedCall> calls;      // every call, warm-ups included
   std::vector<double> ratios;        // the counted calls' paired ratios (judged times): the stopping rule

@@ -146,6 +146,32 @@ TEST_F(Judge, TheMethodSaysWhichRuleStoppedTheSeries) {
   EXPECT_FALSE(contains(t["method"], "BENCHMARK VARIATION")) << t["method"];  // grading: none
 }
 
+TEST_F(Judge, ASlotThatFailedACaseGetsAShortSeries) {
+  // a small hierarchical case before the perf one crashes: the slot can earn no performance points,
+  // so its perf case is timed for the feedback only, with the least pairs; the single-pass slot, all
+  // of whose cases passed, is timed by the interval rule (constant pairs here: it too stops at the
+  // least pairs, so the method's words tell the two rules apart)
+  json suite = json::parse(kSuite);
+  suite["cases"].insert(suite["cases"].begin() + 2,
+                        json{{"id", "hier.int32.n1000.incl"}, {"slot", "hierarchical"}, {"dtype", "int32"},
+                             {"kind", "inclusive"}, {"n", 1000}, {"values", "random"}, {"seed", 5}, {"why", "small"}});
+  write_text(suite_, suite.dump());
+  const Result r = judge(worker("--mode crash_small=hierarchical --ratio 0.0625"),
+                         "--sanitizer off --checker " + quote(checker_with_reference(dir_, "10")), "gpu");
+  ASSERT_TRUE(r.written) << r.err;
+  EXPECT_EQ(case_of(r.results, "hier.int32.n1000.incl")["status"], "crash");
+  const json& failed = case_of(r.results, "hier.int32.n5000.excl");
+  EXPECT_EQ(failed["status"], "pass") << failed["message"];
+  ASSERT_TRUE(failed["timing"].is_object()) << failed["message"];
+  EXPECT_EQ(failed["timing"]["reps"], timing::kMinReps);
+  EXPECT_TRUE(contains(failed["timing"]["method"], "stopped by a short series of 10 pairs (another case of this slot "
+                                                   "did not pass")) << failed["timing"]["method"];
+  const json& passed = case_of(r.results, "sp.float32.n3000.real")["timing"];
+  ASSERT_TRUE(passed.is_object());
+  EXPECT_TRUE(contains(passed["method"], "stopped by the interval rule")) << passed["method"];
+  EXPECT_EQ(r.results["slots"]["hierarchical"]["perf_points"], 0);
+}
+
 TEST_F(Judge, ABenchmarkVariationIsAppliedAndNamed) {
   // SCANGRADE_BENCH_TIMING (benchmark-only): exactly 23 pairs instead of the interval rule's 10
   ::setenv("SCANGRADE_BENCH_TIMING", "fixed_reps=23", 1);
