@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -38,9 +39,35 @@ pid_t parent_of(const char* pid) {
   return ppid;
 }
 
+/// The children of `pid`'s threads from /proc/<pid>/task/<tid>/children (Linux 3.5+ with
+/// CONFIG_PROC_CHILDREN); false when the kernel has no such files.
+bool children_from_tasks(pid_t pid, std::vector<pid_t>& out) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/task", static_cast<int>(pid));
+  DIR* d = opendir(path);
+  if (!d) return true;  // gone: no children
+  bool supported = true;
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    char file[320];
+    std::snprintf(file, sizeof file, "/proc/%d/task/%s/children", static_cast<int>(pid), e->d_name);
+    std::FILE* f = std::fopen(file, "r");
+    if (!f) {
+      if (errno == ENOENT) supported = false;
+      continue;
+    }
+    for (int child; std::fscanf(f, "%d", &child) == 1;) out.push_back(child);
+    std::fclose(f);
+  }
+  closedir(d);
+  return supported;
+}
+
 }  // namespace
 
-std::vector<pid_t> process_tree(pid_t root) {
+std::vector<pid_t> process_tree_from_parents(pid_t root) {
+  // every process's parent, from /proc/<pid>/stat: a read for each process of the machine (9.6 ms a
+  // call with 466 processes, against 0.02 ms for the children files of a small tree)
   std::multimap<pid_t, pid_t> children;
   if (DIR* d = opendir("/proc")) {
     while (const dirent* e = readdir(d)) {
@@ -56,6 +83,13 @@ std::vector<pid_t> process_tree(pid_t root) {
     for (auto it = from; it != to; ++it) tree.push_back(it->second);
   }
   return tree;
+}
+
+std::vector<pid_t> process_tree(pid_t root) {
+  std::vector<pid_t> tree{root};
+  bool supported = true;
+  for (std::size_t i = 0; i < tree.size() && supported; ++i) supported = children_from_tasks(tree[i], tree);
+  return supported ? tree : process_tree_from_parents(root);
 }
 
 DeviceMemoryView::DeviceMemoryView() {

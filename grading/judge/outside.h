@@ -38,7 +38,10 @@ class DeviceMemoryView {
   std::string why_;
 };
 
-/// The pids of `root` and all its descendants, from /proc (root first).
+/// The pids of `root` and all its descendants (root first): from the children files of the tree's
+/// threads, or where the kernel has none, from every process's parent.
 std::vector<pid_t> process_tree(pid_t root);
+/// The same from every process's parent (/proc/<pid>/stat), whatever the kernel has.
+std::vector<pid_t> process_tree_from_parents(pid_t root);
 
 }  // namespace scangrade::grader

@@ -353,6 +353,10 @@ TEST(OutsideView, TheProcessTreeHoldsChildrenAndGrandchildren) {
   EXPECT_NE(std::find(tree.begin(), tree.end(), child), tree.end());
   EXPECT_GE(tree.size(), 3u);  // this test, its child, the grandchild
   const std::vector<pid_t> below = process_tree(child);
+  // the children files and every process's parent tell the same tree
+  std::vector<pid_t> mine = process_tree(getpid()), from_parents = process_tree_from_parents(getpid());
+  std::sort(mine.begin(), mine.end()), std::sort(from_parents.begin(), from_parents.end());
+  EXPECT_EQ(mine, from_parents);
   for (const pid_t p : below) kill(p, SIGKILL);
   waitpid(child, nullptr, 0);
   ASSERT_EQ(below.size(), 2u);
