@@ -22,7 +22,6 @@ from .build_tools import KILLED, Recipe, Run, ToolchainError
 from .files import read_head
 from .vocab import SLOT_FILES, SLOTS
 
-
 @dataclass
 class Unit:
     """One source file to compile."""
@@ -39,6 +38,7 @@ class Unit:
     @property
     def ok(self) -> bool:
         return self.run is not None and self.run.ok
+
 
 
 @dataclass
