@@ -364,7 +364,7 @@ def policy_findings(files: list[PolicyFile], root: Path, student: Path) -> tuple
     that could not run (a missing nm): never an exception. The files are scanned in parallel."""
     try:
         from scangrade import policy
-        from scangrade.build_compile import scan_object
+        from scangrade.build_scan import scan_object
         from scangrade.build_tools import ToolchainError
     except Exception as exc:  # noqa: BLE001 -- a broken policy never stops make test
         return {}, [f"the grader's policy scans cannot load ({type(exc).__name__}: {exc}): not checked"]
@@ -413,13 +413,13 @@ def wrapped(text: str, indent: str = "") -> str:
 
 
 def policy_verdicts(found: dict[str, list], present: list[str]) -> tuple[dict[str, str], str | None]:
-    """The grader's verdicts from the findings (build_compile.SlotVerdicts, the grader's own rule): slot -> the
+    """The grader's verdicts from the findings (build._Verdicts, the grader's own rule): slot -> the
     judge's message for each slot present that is charged (its own violation, else a helper's), and the
     helper's evidence when a helper breaks a rule (every slot present is charged)."""
-    from scangrade.build_compile import Run, SlotVerdicts, Unit
+    from scangrade.build import Run, Unit, _Verdicts
     units = [Unit(f"student/{name}.cu", Path("student") / f"{name}.cu", Path(), name if name in SLOTS else None,
                   run=Run(0, "", 0.0), violations=found.get(name, [])) for name in present]
-    verdicts = SlotVerdicts.of(units)
+    verdicts = _Verdicts.of(units)
     return {slot: judge_message(slot, why) for slot, why in verdicts.violations.items()}, verdicts.helper_violation
 
 

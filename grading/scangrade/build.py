@@ -20,13 +20,11 @@ charges every slot present. build.json follows the `build` object of grading/res
     {"status": "ok"|"compile_error"|"layout_error", "log": STR, "warnings": N,
      "missing_slots": [...], "failed_slots": [...], "policy_violations": {slot: evidence}, "seconds": S}
 
-This module is the build's stage driver, read top to bottom: round 1 compiles and scans the
-student's files (build_compile.py: compile_unit, then the policy's scans of what compiled), round 2
-compiles the stubs of the slots that failed or broke a rule, then the worker is linked
-(build_link.py), retried slot by slot when the link fails, and build.json is written. The
-toolchain's Recipe and running its tools in the sandbox (run_tool, kills_by_uid) are the helpers
-below every stage (build_tools.py); their public names are imported here, so build.<name> reaches
-them. Every tool runs through build_tools.run_tool (to wrap or replace it, replace it there).
+This module runs the rounds, links the worker and writes build.json. The toolchain's Recipe and running
+its tools in the sandbox (run_tool, kills_by_uid) are in build_tools.py, compiling one file (its budget,
+the stubs) in build_compile.py, the policy's scans of a compiled file in build_scan.py; their public
+names are imported here, so build.<name> reaches them. Every tool runs through build_tools.run_tool (to
+wrap or replace it, replace it there).
 """
 
 from __future__ import annotations
@@ -42,10 +40,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import policy
-from .build_compile import (SLOT_FUNCTIONS, STUB_TEMPLATE, Budget, SlotVerdicts, Unit, compile_all,  # noqa: F401
-                            scan_object, stub_source, stub_unit)
-from .build_link import link_worker
+from . import build_tools, policy
+from .build_compile import (SLOT_FUNCTIONS, STUB_TEMPLATE, Budget, Unit, compile_all,  # noqa: F401
+                            stub_source, stub_unit)
+from .build_scan import scan_object  # noqa: F401
 from .build_tools import (ALLOWLISTS_ENV, COMPILE_NICENESS, KILLED, NICE, SANDBOX_TIMEOUT,  # noqa: F401
                           Confinement, Recipe, Run, ToolchainError, kills_by_uid, paths_named, read_toolchain,
                           run_tool)
@@ -160,7 +158,7 @@ def _build(sub: Submission, recipe: Recipe, out: Path, work: Path, jobs: int | N
     compile_all(recipe, [u for u in units if u.run is None], include_dir, root, jobs, timeout, budget)
 
     stub_failures = [u for u in units if u.stub and not u.ok]
-    verdicts = SlotVerdicts.of(units)
+    verdicts = _Verdicts.of(units)
     failed, violations = verdicts.failed, verdicts.violations
     policy_stubbed = [s for s in SLOTS if s in violations]
 
@@ -191,7 +189,7 @@ def _build(sub: Submission, recipe: Recipe, out: Path, work: Path, jobs: int | N
                                 f"{u.run.output if u.run else ''}" for u in stub_failures))
         result.harness_errors.append("a generated stub did not compile: the toolchain is broken (internal error)")
     else:
-        _link(recipe, units, stubs, verdicts, result, sections, out, work, root, include_dir, jobs, timeout,
+        _link_worker(recipe, units, stubs, verdicts, result, sections, out, work, root, include_dir, jobs, timeout,
                      link_timeout)
     result.log = trim_log(sections)
     result.seconds = time.monotonic() - start
@@ -214,6 +212,32 @@ def _first_units(sub: Submission, work: Path, max_helpers: int) -> list[Unit]:
                 u.run = Run(1, f"{u.display}: not compiled: student/ has {len(sub.helper_files)} helper .cu files "
                                f"besides the slot files; at most {max_helpers} are compiled: merge some of them\n", 0.0)
     return units
+
+
+@dataclass
+class _Verdicts:
+    """What round 1 says of each slot: the rule it breaks, else whether it failed to compile."""
+    violations: dict[str, str]          # slot -> evidence (its own, else a helper's)
+    helper_violation: str | None        # a helper's broken rule (a helper is linked with every slot)
+    helpers_failed: bool                # a helper did not compile: every slot fails
+    failed: list[str]                   # slots that did not compile (and broke no rule), in slot order
+
+    @classmethod
+    def of(cls, units: list[Unit]) -> "_Verdicts":
+        # policy: a slot's own violation, else a helper's (a helper is linked with every slot)
+        violations: dict[str, str] = {}
+        helper_violation = next((f"{u.display} (a helper file linked with every slot): {u.violations[0].evidence}"
+                                 for u in units if u.slot is None and u.violations), None)
+        for u in units:
+            if u.slot is not None and not u.stub:
+                if u.violations:
+                    violations[u.slot] = "; ".join(v.evidence for v in u.violations)
+                elif helper_violation:
+                    violations[u.slot] = helper_violation
+        helpers_failed = any(u.slot is None and not u.ok for u in units)
+        failed = [u.slot for u in units if not u.stub and u.slot is not None and (not u.ok or helpers_failed)]
+        failed = [s for s in SLOTS if s in failed and s not in violations]
+        return cls(violations, helper_violation, helpers_failed, failed)
 
 
 def _log_sections(units: list[Unit], root: Path, helpers_failed: bool, recipe: Recipe) -> tuple[list[str], int]:
@@ -243,9 +267,9 @@ def _log_sections(units: list[Unit], root: Path, helpers_failed: bool, recipe: R
     return sections, warnings
 
 
-def _link(recipe: Recipe, units: list[Unit], stubs: dict, verdicts: SlotVerdicts, result: BuildResult,
-          sections: list[str], out: Path, work: Path, root: Path, include_dir: Path, jobs: int,
-          timeout: float, link_timeout: float) -> None:
+def _link_worker(recipe: Recipe, units: list[Unit], stubs: dict, verdicts: _Verdicts, result: BuildResult,
+                 sections: list[str], out: Path, work: Path, root: Path, include_dir: Path, jobs: int,
+                 timeout: float, link_timeout: float) -> None:
     """Link the worker: the slots that compiled and the helpers, stubs for the rest. A failed link is
     retried slot by slot to find which slots break it (they fail); the worker goes to out/worker."""
     failed, violations = verdicts.failed, verdicts.violations
@@ -257,8 +281,29 @@ def _link(recipe: Recipe, units: list[Unit], stubs: dict, verdicts: SlotVerdicts
     linked = work / "obj" / "worker"   # the link writes only under obj/ (its sandbox's one writable folder)
 
     def link(real: set[str]) -> Run:
-        return link_worker(recipe, {s: good[s].obj for s in SLOTS if s in real}, [h.obj for h in helpers],
-                           {s: stubs[s].obj for s in SLOTS if s not in real}, linked, work, root, link_timeout)
+        # the student's objects joined into one whose only global symbols are the slots (see
+        # Recipe.join_commands: no interposition); the grader's stubs are linked beside it
+        student = [good[s].obj for s in SLOTS if s in real] + [h.obj for h in helpers]
+        objs = [stubs[s].obj for s in SLOTS if s not in real]
+        if student:
+            joined = work / "obj" / "student_joined.o"
+            join, symbols, localize = recipe.join_commands(student, joined)
+
+            def step(cmd: list[str]) -> Run:
+                return build_tools.run_tool(cmd, root, link_timeout, recipe.confine, [], [work / "obj"])
+
+            run = step(join)
+            if not run.ok:
+                return run
+            listed = step(symbols)  # what nm cannot read has no unique symbol to weaken
+            weaken = recipe.unique_symbols_weakened(listed.output, joined) if listed.ok else None
+            for cmd in ([weaken] if weaken else []) + [localize]:
+                run = step(cmd)
+                if not run.ok:
+                    return run
+            objs.insert(0, joined)
+        return build_tools.run_tool(recipe.link_command(objs, linked), root, link_timeout,
+                                    recipe.confine, [], [work / "obj"])
 
     link_run = link(set(good))
     if not link_run.ok:

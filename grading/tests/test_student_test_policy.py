@@ -77,7 +77,7 @@ def test_a_forbidden_call_is_the_graders_violation_and_a_clean_file_has_none(bui
     assert set(found) == {"hillis_steele"}, found
     [violation] = found["hillis_steele"]
     assert "`fork`" in violation.evidence and violation.rule in violation.evidence, violation
-    # the judge's message (grading/judge/functional.cpp) with the grader's own evidence (build_compile.SlotVerdicts)
+    # the judge's message (grading/judge/functional.cpp) with the grader's own evidence (build._Verdicts)
     messages, helper = student_test.policy_verdicts(found, ["hillis_steele", "blelloch"])
     assert helper is None
     assert messages == {"hillis_steele": f"student/hillis_steele.cu breaks a rule of the assignment: "
