@@ -32,7 +32,6 @@
 #include <vector>
 
 #include "policy_monitor.h"
-#include "policy_monitor_callbacks.h"
 #include "policy_rules.h"
 
 namespace scangrade::grader::policy {
@@ -348,50 +347,42 @@ CUfunction launch_function(CUpti_CallbackId cbid, const void* p) {
   }
 }
 
-/// A driver copy (cuMemcpy*), recorded by where its pointers are; false: not a copy.
-bool driver_copy_exit(CUpti_CallbackId cbid, const void* p, const std::string& api, Trace& t) {
+void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) {
+  const std::string api = cb->functionName != nullptr ? cb->functionName : "cu?";
+  const void* p = cb->functionParams;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds:
       t.copy(api, CopyDirection::DeviceToHost, std::int64_t(static_cast<const cuMemcpyDtoH_v2_params*>(p)->ByteCount));
-      return true;
+      break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz:
       t.copy(api, CopyDirection::DeviceToHost,
              std::int64_t(static_cast<const cuMemcpyDtoHAsync_v2_params*>(p)->ByteCount));
-      return true;
+      break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds:
       t.copy(api, CopyDirection::HostToDevice, std::int64_t(static_cast<const cuMemcpyHtoD_v2_params*>(p)->ByteCount));
-      return true;
+      break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz:
       t.copy(api, CopyDirection::HostToDevice,
              std::int64_t(static_cast<const cuMemcpyHtoDAsync_v2_params*>(p)->ByteCount));
-      return true;
+      break;
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds: {
       auto* a = static_cast<const cuMemcpy_params*>(p);
       t.copy(api, direction(is_host(reinterpret_cast<const void*>(a->dst)), is_host(reinterpret_cast<const void*>(a->src))),
              std::int64_t(a->ByteCount));
-      return true;
+      break;
     }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz: {
       auto* a = static_cast<const cuMemcpyAsync_params*>(p);
       t.copy(api, direction(is_host(reinterpret_cast<const void*>(a->dst)), is_host(reinterpret_cast<const void*>(a->src))),
              std::int64_t(a->ByteCount));
-      return true;
+      break;
     }
-    default: return false;
-  }
-}
-
-void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) {
-  const std::string api = cb->functionName != nullptr ? cb->functionName : "cu?";
-  const void* p = cb->functionParams;
-  if (driver_copy_exit(cbid, p, api, t)) return;
-  switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
@@ -442,6 +433,95 @@ void driver_exit(CUpti_CallbackId cbid, const CUpti_CallbackData* cb, Trace& t) 
     default: break;
   }
 }
+
+constexpr CUpti_CallbackId kRuntimeCallbacks[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbolAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbolAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyBatchAsync_ptsz_v13000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_ptds_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostRegister_v4000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaHostGetDevicePointer_v3020,
+};
+
+constexpr CUpti_CallbackId kDriverCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostRegister_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemHostGetDevicePointer_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async,
+    CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async_ptsz,
+};
 
 bool succeeded(CUpti_CallbackDomain domain, const CUpti_CallbackData* cb) {
   if (cb->functionReturnValue == nullptr) return false;
